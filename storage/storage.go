@@ -1,0 +1,104 @@
+// Package storage is the only door between Mayfly and the bytes it keeps.
+//
+// The engine sees three kinds of things:
+//
+//   - immutable objects (SSTables), written once through an ObjectWriter that
+//     makes them visible, durably, only on Commit;
+//   - small objects created atomically if absent (manifest versions), the
+//     primitive that fencing and crash-safe manifest updates rest on;
+//   - appendable logs (WAL segments on a local disk) with explicit Sync.
+//
+// Names are slash-separated paths such as "sst/000012.sst". No name is ever a
+// folder prefix of another name, so the layout maps onto object stores whose
+// servers keep objects as files.
+package storage
+
+import (
+	"errors"
+	"io"
+)
+
+// ErrExists is returned by PutIfAbsent when the name already exists.
+var ErrExists = errors.New("mayfly/storage: object already exists")
+
+// ErrNotExist is returned when a named object does not exist.
+var ErrNotExist = errors.New("mayfly/storage: object does not exist")
+
+// ErrLocked is returned by Lock when another process or another open DB in
+// this process holds the lock.
+var ErrLocked = errors.New("mayfly/storage: database is locked by another process or handle")
+
+// Storage is implemented by every backend. All methods are safe for
+// concurrent use.
+type Storage interface {
+	// Create starts writing a new immutable object. Nothing is visible under
+	// name until the writer's Commit returns nil; Commit makes the object
+	// durable before it returns.
+	Create(name string) (ObjectWriter, error)
+
+	// Open opens an object for random-access reads. It returns an error
+	// wrapping ErrNotExist if there is none.
+	Open(name string) (ObjectReader, error)
+
+	// PutIfAbsent durably creates name holding data, atomically: if name
+	// already exists (or another caller wins a race) it returns ErrExists and
+	// changes nothing.
+	PutIfAbsent(name string, data []byte) error
+
+	// List returns the names of the objects whose names start with dir + "/",
+	// sorted. A missing dir yields an empty list.
+	List(dir string) ([]string, error)
+
+	// Remove deletes an object. Removing a missing object is not an error.
+	Remove(name string) error
+
+	// CreateLog creates a new, empty appendable log. It fails if name exists.
+	CreateLog(name string) (LogWriter, error)
+
+	// Lock takes the writer lock (exclusive) or a reader lock (shared) on the
+	// database. It fails fast with ErrLocked if it cannot be had. Release by
+	// closing the returned Closer.
+	Lock(exclusive bool) (io.Closer, error)
+
+	// Close releases the backend's resources.
+	Close() error
+}
+
+// ObjectWriter writes a new immutable object.
+type ObjectWriter interface {
+	io.Writer
+	// Commit makes the object durable and visible under its name.
+	Commit() error
+	// Abort discards everything written; the name stays absent.
+	Abort() error
+}
+
+// ObjectReader reads an immutable object.
+type ObjectReader interface {
+	io.ReaderAt
+	// Size returns the object's length in bytes.
+	Size() int64
+	Close() error
+}
+
+// LogWriter appends to a log. Written bytes are durable only after Sync.
+type LogWriter interface {
+	io.Writer
+	// Sync makes every byte written so far durable.
+	Sync() error
+	Close() error
+}
+
+// ReadAll reads a whole object.
+func ReadAll(s Storage, name string) ([]byte, error) {
+	r, err := s.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	buf := make([]byte, r.Size())
+	if _, err := r.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf, nil
+}
