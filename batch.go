@@ -1,0 +1,146 @@
+package mayfly
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/mayflydb/mayfly/format"
+)
+
+// Batch collects writes that commit atomically: after a crash either every
+// write in the batch is present or none is. A Batch is not safe for
+// concurrent use. Build one with DB.NewBatch, fill it, and Write it once.
+type Batch struct {
+	db        *DB
+	data      []byte // format batch encoding; header filled at commit
+	count     uint32
+	relative  []relativeTTL // expire slots to stamp at commit
+	committed bool
+	err       error // first invalid write; Write returns it
+}
+
+// NewBatch returns an empty batch for this database.
+func (db *DB) NewBatch() *Batch {
+	return &Batch{db: db, data: make([]byte, format.BatchHeaderLen, 256)}
+}
+
+// Put adds a write of key=value with the database's default TTL.
+func (b *Batch) Put(key, value []byte) error { return b.PutTTL(key, value, TTL{}) }
+
+// PutTTL adds a write of key=value expiring as ttl says. An invalid key,
+// value or TTL is reported here and again by Write, and the batch then
+// commits nothing.
+func (b *Batch) PutTTL(key, value []byte, ttl TTL) error {
+	if err := b.check(key); err != nil {
+		return err
+	}
+	if len(value) > MaxValueSize {
+		return b.fail(fmt.Errorf("%w: %d bytes (limit %d)", ErrValueTooLarge, len(value), MaxValueSize))
+	}
+	expires, relative, v, err := ttl.resolve(b.db.opts.DefaultTTL)
+	if err != nil {
+		return b.fail(err)
+	}
+	var flags uint8
+	if expires {
+		flags |= format.FlagHasExpire
+	}
+	var slot int
+	b.data, slot = format.AppendBatchEntry(b.data, flags, v, key, value)
+	if relative {
+		b.relative = append(b.relative, relativeTTL{offset: slot, millis: v})
+	}
+	return b.added()
+}
+
+// Delete adds a deletion of key.
+func (b *Batch) Delete(key []byte) error {
+	if err := b.check(key); err != nil {
+		return err
+	}
+	b.data, _ = format.AppendBatchEntry(b.data, format.FlagTombstone, 0, key, nil)
+	return b.added()
+}
+
+// Len returns the number of writes in the batch.
+func (b *Batch) Len() int { return int(b.count) }
+
+// Size returns the encoded size of the batch in bytes.
+func (b *Batch) Size() int { return len(b.data) }
+
+// Reset empties the batch so it can be reused, also after Write.
+func (b *Batch) Reset() {
+	b.data = b.data[:format.BatchHeaderLen]
+	b.count = 0
+	b.relative = b.relative[:0]
+	b.committed = false
+	b.err = nil
+}
+
+// Write commits the batch atomically. opts may be nil (NoSync).
+func (b *Batch) Write(opts *WriteOptions) error {
+	if b.committed {
+		return ErrBatchCommitted
+	}
+	if b.err != nil {
+		return b.err
+	}
+	if b.count == 0 {
+		return nil
+	}
+	err := b.db.commit(b, opts != nil && opts.Sync)
+	if err == nil {
+		b.committed = true
+	}
+	return err
+}
+
+func (b *Batch) check(key []byte) error {
+	if b.committed {
+		return ErrBatchCommitted
+	}
+	if len(key) == 0 {
+		return b.fail(ErrEmptyKey)
+	}
+	if len(key) > MaxKeySize {
+		return b.fail(fmt.Errorf("%w: %d bytes (limit %d)", ErrKeyTooLarge, len(key), MaxKeySize))
+	}
+	return nil
+}
+
+func (b *Batch) fail(err error) error {
+	if b.err == nil {
+		b.err = err
+	}
+	return err
+}
+
+func (b *Batch) added() error {
+	b.count++
+	if len(b.data) > MaxBatchSize {
+		return b.fail(fmt.Errorf("%w: %d bytes (limit %d)", ErrBatchTooLarge, len(b.data), MaxBatchSize))
+	}
+	return nil
+}
+
+// relativeTTL is an expire slot that holds a TTL to add to the commit time.
+type relativeTTL struct {
+	offset int
+	millis int64
+}
+
+// stamp fills in the header and turns relative TTLs into deadlines at
+// commit time now. On error the batch is unchanged; stamping again (a
+// retried Write) recomputes every deadline from the new commit time.
+func (b *Batch) stamp(seq uint64, now int64) error {
+	for _, r := range b.relative {
+		if _, err := deadlineFrom(now, r.millis); err != nil {
+			return err
+		}
+	}
+	for _, r := range b.relative {
+		binary.LittleEndian.PutUint64(b.data[r.offset:], uint64(now+r.millis))
+	}
+	format.PutBatchHeader(b.data, format.BatchHeader{Seq: seq, Count: b.count, CommitTS: now})
+	return nil
+}

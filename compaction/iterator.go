@@ -1,0 +1,175 @@
+// Package compaction decides which rows survive when SSTables are rewritten,
+// and (in later work) which files to rewrite.
+//
+// The rules, per user key, reading versions newest first:
+//
+//  1. Snapshot stripes. The open snapshots' sequence numbers cut the sequence
+//     space into stripes. Within a stripe only the newest version of a key can
+//     ever be read, so the others are dropped.
+//  2. Expiry. A kept row whose expire_ts < Now becomes a tombstone with the
+//     same sequence number and no expiry. It must keep hiding older versions:
+//     dropping it outright would let an older version come back.
+//  3. The bottom. When the output is the bottom of the tree for the key (no
+//     older data exists below it), a tombstone with no older kept version
+//     beneath it hides nothing and is dropped, as is the expired row it came
+//     from.
+//
+// Now must not be later than the clock time pinned by any open snapshot, so
+// a snapshot never sees a row vanish that it could read before.
+package compaction
+
+import (
+	"github.com/mayflydb/mayfly/format"
+)
+
+// Config says how an Iterator treats its input.
+type Config struct {
+	// Snapshots are the sequence numbers of open snapshots, ascending.
+	Snapshots []uint64
+	// Now is the time (Unix ms) used to decide expiry.
+	Now int64
+	// Bottom is true when no data older than the input exists below the
+	// output for the keys being compacted.
+	Bottom bool
+}
+
+// Stats counts what an Iterator did.
+type Stats struct {
+	RowsIn             uint64 // rows read from the input
+	RowsOut            uint64 // rows emitted
+	ShadowedDropped    uint64 // older versions no reader can see
+	ExpiredToTombstone uint64 // expired rows rewritten as tombstones
+	ExpiredDropped     uint64 // expired rows dropped at the bottom
+	TombstonesDropped  uint64 // tombstones dropped at the bottom
+}
+
+// Iterator yields the rows a compaction writes, in order.
+type Iterator struct {
+	in  format.Iterator
+	cfg Config
+
+	started    bool
+	inValid    bool
+	curKey     []byte // user key being processed (owned copy)
+	lastStripe int    // stripe of the last kept version of curKey; -1 if none
+
+	pending []pendingTombstone // bottom only: tombstones awaiting an older kept row
+	queue   []format.Row       // rows ready to emit before reading on
+	row     format.Row
+	stats   Stats
+}
+
+type pendingTombstone struct {
+	row     format.Row
+	expired bool // it was an expired row, not a delete
+}
+
+// NewIterator returns an Iterator reading the merged input in.
+func NewIterator(in format.Iterator, cfg Config) *Iterator {
+	return &Iterator{in: in, cfg: cfg, lastStripe: -1}
+}
+
+// stripe returns the index of the smallest snapshot seq >= seq, or
+// len(Snapshots) when the row is newer than every snapshot.
+func (c *Iterator) stripe(seq uint64) int {
+	lo, hi := 0, len(c.cfg.Snapshots)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if c.cfg.Snapshots[mid] >= seq {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// Next advances to the next output row.
+func (c *Iterator) Next() bool {
+	if len(c.queue) > 0 {
+		c.row = c.queue[0]
+		c.queue = c.queue[1:]
+		c.stats.RowsOut++
+		return true
+	}
+	for {
+		if !c.started {
+			c.started = true
+			c.inValid = c.in.First()
+		} else if c.inValid {
+			c.inValid = c.in.Next()
+		}
+		if !c.inValid {
+			c.endKey()
+			return false
+		}
+		r := c.in.Row()
+		c.stats.RowsIn++
+		if string(r.Key) != string(c.curKey) {
+			c.endKey()
+			c.curKey = append(c.curKey[:0], r.Key...)
+			c.lastStripe = -1
+		}
+		s := c.stripe(r.Seq)
+		if c.lastStripe >= 0 && s == c.lastStripe {
+			c.stats.ShadowedDropped++
+			continue
+		}
+		c.lastStripe = s
+		out := *r
+		expired := false
+		if out.ExpiredAt(c.cfg.Now) {
+			out = format.Row{Key: r.Key, Seq: r.Seq, Flags: format.FlagTombstone}
+			expired = true
+		}
+		if c.cfg.Bottom && out.IsTombstone() {
+			out.Key = append([]byte(nil), out.Key...)
+			c.pending = append(c.pending, pendingTombstone{row: out, expired: expired})
+			continue
+		}
+		if expired {
+			c.stats.ExpiredToTombstone++
+		}
+		if len(c.pending) > 0 {
+			// An older version is kept: the tombstones above it must stay.
+			for _, p := range c.pending {
+				if p.expired {
+					c.stats.ExpiredToTombstone++
+				}
+				c.queue = append(c.queue, p.row)
+			}
+			c.pending = c.pending[:0]
+			c.queue = append(c.queue, out)
+			c.row = c.queue[0]
+			c.queue = c.queue[1:]
+			c.stats.RowsOut++
+			return true
+		}
+		c.row = out
+		c.stats.RowsOut++
+		return true
+	}
+}
+
+// endKey drops the tombstones still pending when a key's versions end: no
+// older version was kept beneath them, so they hide nothing.
+func (c *Iterator) endKey() {
+	for _, p := range c.pending {
+		if p.expired {
+			c.stats.ExpiredDropped++
+		} else {
+			c.stats.TombstonesDropped++
+		}
+	}
+	c.pending = c.pending[:0]
+}
+
+// Row returns the current output row. It may alias input memory and is
+// valid until the next call to Next.
+func (c *Iterator) Row() *format.Row { return &c.row }
+
+// Error returns the input's error, if any.
+func (c *Iterator) Error() error { return c.in.Error() }
+
+// Stats returns the counts so far.
+func (c *Iterator) Stats() Stats { return c.stats }

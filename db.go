@@ -1,0 +1,240 @@
+// Package mayfly is an embedded LSM-tree key-value store in which every row
+// can carry a time-to-live.
+//
+// Writes go to a write-ahead log and an in-memory table, which is flushed to
+// immutable, sorted SSTables; compaction merges them in the background. A row
+// written with a TTL is visible until its deadline, invisible from one
+// millisecond after it, and its bytes leave the disk as compaction rewrites
+// the files that hold it. Expiry never uncovers an older version of a key.
+//
+// A DB is safe for concurrent use by many goroutines.
+package mayfly
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mayflydb/mayfly/clock"
+	"github.com/mayflydb/mayfly/memtable"
+	"github.com/mayflydb/mayfly/sstable"
+	"github.com/mayflydb/mayfly/storage"
+	"github.com/mayflydb/mayfly/wal"
+)
+
+// DB is an open database. Open one with Open and release it with Close.
+type DB struct {
+	opts    *Options
+	log     *slog.Logger
+	store   storage.Storage
+	ownsFS  bool
+	lock    io.Closer
+	clock   *clock.Monotonic
+	cache   *sstable.Cache
+	metrics metricsCounters
+
+	// Commit pipeline. commitMu is held by the leader of a commit group; it
+	// also guards logWriter, logNum and lastSeq.
+	commitMu  sync.Mutex
+	queueMu   sync.Mutex
+	queue     []*commitWaiter
+	logWriter *wal.Writer
+	logNum    uint64
+	walBuf    []byte
+	lastSeq   uint64
+	// visibleSeq is the highest sequence number whose batch is fully
+	// applied; readers see rows up to it.
+	visibleSeq atomic.Uint64
+
+	// manifestMu serialises version changes (flush, compaction) and the
+	// manifest writes that record them.
+	manifestMu  sync.Mutex
+	manifestNum uint64
+	minLogNum   uint64 // WAL segments below it are flushed
+
+	// mu guards the fields below; cond is signalled whenever a flush or
+	// compaction finishes or the DB closes.
+	mu          sync.Mutex
+	cond        *sync.Cond
+	mem         *memtable.Memtable
+	imm         []*memtable.Memtable // oldest first
+	current     *version
+	nextFileNum uint64
+	snapshots   map[*Snapshot]struct{}
+	closed      bool
+	bgErr       error
+	compacting  bool
+
+	compactMu sync.Mutex // one compaction at a time (automatic or manual)
+	flushKick chan struct{}
+	compKick  chan struct{}
+	bgDone    sync.WaitGroup
+	closing   chan struct{}
+}
+
+// Open opens the database in directory dir, creating it if it does not exist.
+// opts may be nil for the documented defaults. A directory already open for
+// writing by another process or another DB in this process fails with an
+// error wrapping ErrLocked.
+func Open(dir string, opts *Options) (*DB, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{
+		opts:      o,
+		log:       o.Logger,
+		snapshots: make(map[*Snapshot]struct{}),
+		flushKick: make(chan struct{}, 1),
+		compKick:  make(chan struct{}, 1),
+		closing:   make(chan struct{}),
+	}
+	db.cond = sync.NewCond(&db.mu)
+	if o.Storage != nil {
+		db.store = o.Storage
+	} else {
+		if dir == "" {
+			return nil, fmt.Errorf("%w: empty directory name", ErrInvalidOptions)
+		}
+		local, err := storage.NewLocal(dir)
+		if err != nil {
+			return nil, err
+		}
+		db.store, db.ownsFS = local, true
+	}
+	src := o.Clock
+	if src == nil {
+		db.clock = clock.NewSystem()
+	} else {
+		db.clock = clock.NewMonotonic(src.NowMillis)
+	}
+	if o.BlockCacheSize > 0 {
+		db.cache = sstable.NewCache(o.BlockCacheSize)
+	}
+	lock, err := db.store.Lock(!o.ReadOnly)
+	if err != nil {
+		db.closeStore()
+		return nil, fmt.Errorf("mayfly: open %s: %w", dir, err)
+	}
+	db.lock = lock
+	if err := db.recover(); err != nil {
+		db.releaseVersion()
+		db.lock.Close()
+		db.closeStore()
+		return nil, err
+	}
+	if !o.ReadOnly {
+		db.bgDone.Add(2)
+		go db.flushLoop()
+		go db.compactionLoop()
+		db.maybeScheduleCompaction()
+	}
+	return db, nil
+}
+
+func (db *DB) closeStore() {
+	if db.ownsFS {
+		db.store.Close()
+	}
+}
+
+func (db *DB) releaseVersion() {
+	if db.current != nil {
+		db.current.unref()
+		db.current = nil
+	}
+}
+
+// Close syncs the WAL, stops background work and releases every resource.
+// Unflushed writes stay in the WAL and are recovered by the next Open.
+// Iterators and snapshots must be closed first; using them afterwards
+// returns ErrClosed. Close returns ErrClosed if called twice.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return ErrClosed
+	}
+	db.closed = true
+	db.cond.Broadcast()
+	db.mu.Unlock()
+	close(db.closing)
+	db.bgDone.Wait()
+
+	var errs []error
+	db.commitMu.Lock()
+	if db.logWriter != nil {
+		errs = append(errs, db.logWriter.Sync(), db.logWriter.Close())
+		db.logWriter = nil
+	}
+	db.commitMu.Unlock()
+
+	db.manifestMu.Lock()
+	db.mu.Lock()
+	db.releaseVersion()
+	db.mu.Unlock()
+	db.manifestMu.Unlock()
+	errs = append(errs, db.lock.Close())
+	if db.ownsFS {
+		errs = append(errs, db.store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// checkOpen returns ErrClosed after Close. Callers hold no lock.
+func (db *DB) checkOpen() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// readState is what a read needs: the memtables and a referenced version.
+type readState struct {
+	mem *memtable.Memtable
+	imm []*memtable.Memtable // newest first
+	v   *version
+}
+
+func (rs *readState) release() { rs.v.unref() }
+
+// loadReadState captures the current memtables and version. The caller
+// must call release.
+func (db *DB) loadReadState() (*readState, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return nil, ErrClosed
+	}
+	rs := &readState{mem: db.mem, v: db.current}
+	rs.imm = make([]*memtable.Memtable, len(db.imm))
+	for i, m := range db.imm {
+		rs.imm[len(db.imm)-1-i] = m
+	}
+	rs.v.ref()
+	return rs, nil
+}
+
+// allocFileNum returns a new, unused file number.
+func (db *DB) allocFileNum() uint64 {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	n := db.nextFileNum
+	db.nextFileNum++
+	return n
+}
+
+func (db *DB) setBackgroundError(err error) {
+	db.mu.Lock()
+	if db.bgErr == nil {
+		db.bgErr = fmt.Errorf("%w: %w", ErrBackground, err)
+		db.log.Error("mayfly: background error; writes are refused until reopen", "err", err)
+	}
+	db.cond.Broadcast()
+	db.mu.Unlock()
+}

@@ -1,0 +1,243 @@
+package mayfly
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mayflydb/mayfly/compaction"
+	"github.com/mayflydb/mayfly/manifest"
+	"github.com/mayflydb/mayfly/memtable"
+	"github.com/mayflydb/mayfly/sstable"
+	"github.com/mayflydb/mayfly/storage"
+)
+
+// Flush writes the active memtable (and any frozen ones) to level-0
+// SSTables and returns when they are durable and recorded in the manifest.
+func (db *DB) Flush() error {
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	db.commitMu.Lock()
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		db.commitMu.Unlock()
+		return ErrClosed
+	}
+	empty := db.mem.Empty()
+	db.mu.Unlock()
+	if !empty {
+		if err := db.rotateMemtable(); err != nil {
+			db.commitMu.Unlock()
+			return err
+		}
+	}
+	db.commitMu.Unlock()
+
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for len(db.imm) > 0 && db.bgErr == nil && !db.closed {
+		db.kickFlush()
+		db.cond.Wait()
+	}
+	if db.bgErr != nil {
+		return db.bgErr
+	}
+	if db.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (db *DB) flushLoop() {
+	defer db.bgDone.Done()
+	for {
+		select {
+		case <-db.closing:
+			return
+		case <-db.flushKick:
+		}
+		for {
+			db.mu.Lock()
+			if len(db.imm) == 0 || db.bgErr != nil || db.closed {
+				db.mu.Unlock()
+				break
+			}
+			m := db.imm[0]
+			db.mu.Unlock()
+			if err := db.flushMemtable(m); err != nil {
+				db.setBackgroundError(fmt.Errorf("flush: %w", err))
+				break
+			}
+		}
+	}
+}
+
+// flushMemtable writes the oldest frozen memtable m to level 0.
+func (db *DB) flushMemtable(m *memtable.Memtable) error {
+	start := time.Now()
+	t, err := db.writeL0(m)
+	if err != nil {
+		return err
+	}
+	edit := &versionEdit{}
+	if t != nil {
+		edit.added = []addedTable{{level: 0, table: t}}
+	}
+	db.mu.Lock()
+	if len(db.imm) > 1 {
+		edit.minLogNum = db.imm[1].LogNum()
+	} else {
+		edit.minLogNum = db.mem.LogNum()
+	}
+	db.mu.Unlock()
+	if err := db.logAndApply(edit); err != nil {
+		if t != nil {
+			db.discardTables([]*tableFile{t})
+		}
+		return err
+	}
+	db.mu.Lock()
+	db.imm = db.imm[1:]
+	db.cond.Broadcast()
+	db.mu.Unlock()
+	db.removeQuietly(logName(m.LogNum()))
+	db.metrics.flushes.Add(1)
+	if t != nil {
+		db.metrics.flushBytes.Add(t.meta.Size)
+		db.log.Info("mayfly: flushed memtable", "table", t.meta.Num, "bytes", t.meta.Size,
+			"rows", t.meta.NumRows, "duration", time.Since(start))
+	}
+	db.maybeScheduleCompaction()
+	return nil
+}
+
+// writeL0 writes memtable m as one level-0 table. It returns nil if the
+// memtable yields no rows.
+func (db *DB) writeL0(m *memtable.Memtable) (*tableFile, error) {
+	it := m.NewIter()
+	defer it.Close()
+	ci := compaction.NewIterator(it, db.compactionConfig(false))
+	tables, err := db.writeTables(ci, 0)
+	if err != nil || len(tables) == 0 {
+		return nil, err
+	}
+	return tables[0], nil
+}
+
+// compactionConfig returns the rules for a flush or compaction starting now:
+// the open snapshots, and an expiry time no later than any snapshot's.
+func (db *DB) compactionConfig(bottom bool) compaction.Config {
+	now := db.clock.NowMillis()
+	db.mu.Lock()
+	seqs := make([]uint64, 0, len(db.snapshots))
+	for s := range db.snapshots {
+		seqs = append(seqs, s.seq)
+		now = min(now, s.now)
+	}
+	db.mu.Unlock()
+	slices.Sort(seqs)
+	return compaction.Config{Snapshots: seqs, Now: now, Bottom: bottom}
+}
+
+// writeTables writes the rows of ci to new tables. With splitAt > 0 a table
+// is closed once it reaches splitAt bytes, but never between two versions of
+// one user key. The tables are durable when writeTables returns.
+func (db *DB) writeTables(ci *compaction.Iterator, splitAt int64) ([]*tableFile, error) {
+	var (
+		out     []*tableFile
+		w       *sstable.Writer
+		obj     storage.ObjectWriter
+		num     uint64
+		lastKey []byte
+	)
+	fail := func(err error) ([]*tableFile, error) {
+		if obj != nil {
+			obj.Abort()
+		}
+		db.discardTables(out)
+		return nil, err
+	}
+	finish := func() error {
+		props, err := w.Finish()
+		if err != nil {
+			return err
+		}
+		if err := obj.Commit(); err != nil {
+			return err
+		}
+		obj = nil
+		meta := metaFromProps(num, props, db.clock.NowMillis())
+		t, err := db.openTable(meta)
+		if err != nil {
+			return err
+		}
+		out = append(out, t)
+		w = nil
+		return nil
+	}
+	for ci.Next() {
+		r := ci.Row()
+		if w != nil && splitAt > 0 && int64(w.EstimatedSize()) >= splitAt && !bytes.Equal(r.Key, lastKey) {
+			if err := finish(); err != nil {
+				return fail(err)
+			}
+		}
+		if w == nil {
+			num = db.allocFileNum()
+			o, err := db.store.Create(tableName(num))
+			if err != nil {
+				return fail(err)
+			}
+			obj = o
+			w = sstable.NewWriter(o, sstable.WriterOptions{
+				BlockSize:       db.opts.BlockSize,
+				RestartInterval: 16,
+				Compression:     db.opts.Compression,
+				BloomBitsPerKey: db.opts.BloomBitsPerKey,
+				CreationTime:    db.clock.NowMillis(),
+			})
+		}
+		if err := w.Add(r); err != nil {
+			return fail(err)
+		}
+		lastKey = append(lastKey[:0], r.Key...)
+	}
+	if err := ci.Error(); err != nil {
+		return fail(err)
+	}
+	if w != nil {
+		if err := finish(); err != nil {
+			return fail(err)
+		}
+	}
+	s := ci.Stats()
+	db.metrics.expiredToTombstone.Add(s.ExpiredToTombstone)
+	db.metrics.expiredDropped.Add(s.ExpiredDropped)
+	db.metrics.tombstonesDropped.Add(s.TombstonesDropped)
+	return out, nil
+}
+
+func metaFromProps(num uint64, p *sstable.Properties, now int64) *manifest.FileMeta {
+	return &manifest.FileMeta{
+		Num:           num,
+		Size:          p.Size,
+		Smallest:      append([]byte(nil), p.Smallest...),
+		Largest:       append([]byte(nil), p.Largest...),
+		SmallestSeq:   p.SmallestSeq,
+		LargestSeq:    p.LargestSeq,
+		CreationTime:  p.CreationTime,
+		CompactedTime: now,
+		MinTS:         p.MinTS,
+		MaxTS:         p.MaxTS,
+		MinExpireTS:   p.MinExpireTS,
+		MaxExpireTS:   p.MaxExpireTS,
+		NumRows:       p.NumRows,
+		NumTombstones: p.NumTombstones,
+		NumTTLRows:    p.NumTTLRows,
+		TTLBytes:      p.TTLBytes,
+		RowFeatures:   p.RowFeatures,
+	}
+}

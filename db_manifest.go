@@ -1,0 +1,74 @@
+package mayfly
+
+import (
+	"fmt"
+
+	"github.com/mayflydb/mayfly/manifest"
+)
+
+// logAndApply records the version that results from applying e to the
+// current one in a new manifest version, then installs it. Tables the edit
+// removes are deleted once no reader needs them. On error nothing changes
+// and the tables the edit would have added are the caller's to discard.
+func (db *DB) logAndApply(e *versionEdit) error {
+	db.manifestMu.Lock()
+	defer db.manifestMu.Unlock()
+
+	db.mu.Lock()
+	cur := db.current
+	levels := e.apply(cur)
+	minLog := db.minLogNum
+	if e.minLogNum > minLog {
+		minLog = e.minLogNum
+	}
+	st := &manifest.State{
+		NextFileNum: db.nextFileNum,
+		LastSeq:     db.visibleSeq.Load(),
+		ClockHWM:    db.clock.NowMillis(),
+		MinLogNum:   minLog,
+	}
+	db.mu.Unlock()
+	for l, lvl := range levels {
+		for _, t := range lvl {
+			st.Levels[l] = append(st.Levels[l], t.meta)
+		}
+	}
+	num := db.manifestNum + 1
+	if err := manifest.Write(db.store, num, st); err != nil {
+		return fmt.Errorf("mayfly: write manifest version %d: %w", num, err)
+	}
+	db.metrics.manifestWrites.Add(1)
+	db.manifestNum = num
+
+	next := newVersion(levels)
+	for num := range e.deleted {
+		for _, lvl := range cur.levels {
+			for _, t := range lvl {
+				if t.meta.Num == num {
+					t.obsolete.Store(true)
+				}
+			}
+		}
+	}
+	db.mu.Lock()
+	db.current = next
+	db.minLogNum = minLog
+	db.cond.Broadcast()
+	db.mu.Unlock()
+	cur.unref()
+
+	if num > 2 {
+		if err := manifest.RemoveOlder(db.store, num-1); err != nil {
+			db.log.Warn("mayfly: removing old manifest versions", "err", err)
+		}
+	}
+	return nil
+}
+
+// discardTables closes and deletes tables written for an edit that failed.
+func (db *DB) discardTables(tables []*tableFile) {
+	for _, t := range tables {
+		t.reader.Close()
+		db.removeQuietly(tableName(t.meta.Num))
+	}
+}

@@ -1,0 +1,127 @@
+package mayfly
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/mayflydb/mayfly/format"
+)
+
+// Get returns the value of key, or ErrNotFound if the key has no live value
+// (never written, deleted or expired). The returned slice is the caller's.
+func (db *DB) Get(key []byte) ([]byte, error) {
+	seq := db.visibleSeq.Load()
+	return db.getAt(key, seq, db.clock.NowMillis())
+}
+
+// TTL reports how long key has left to live. For a live key with a deadline
+// it returns the time remaining (zero at the deadline's own millisecond) and
+// expires == true; for a live key without one, expires == false. A missing,
+// deleted or expired key returns ErrNotFound.
+func (db *DB) TTL(key []byte) (remaining time.Duration, expires bool, err error) {
+	seq := db.visibleSeq.Load()
+	return db.ttlAt(key, seq, db.clock.NowMillis())
+}
+
+func (db *DB) getAt(key []byte, seq uint64, now int64) ([]byte, error) {
+	r, err := db.lookup(key, seq, now)
+	if err != nil {
+		return nil, err
+	}
+	return append(make([]byte, 0, len(r.Value)), r.Value...), nil
+}
+
+func (db *DB) ttlAt(key []byte, seq uint64, now int64) (time.Duration, bool, error) {
+	r, err := db.lookup(key, seq, now)
+	if err != nil {
+		return 0, false, err
+	}
+	if !r.HasExpiry() {
+		return 0, false, nil
+	}
+	return time.Duration(r.ExpireTS-now) * time.Millisecond, true, nil
+}
+
+// lookup finds the newest version of key visible at seq and returns it if it
+// is live at now.
+func (db *DB) lookup(key []byte, seq uint64, now int64) (format.Row, error) {
+	if err := checkReadKey(key); err != nil {
+		return format.Row{}, err
+	}
+	rs, err := db.loadReadState()
+	if err != nil {
+		return format.Row{}, err
+	}
+	defer rs.release()
+	r, found, err := db.find(rs, key, seq)
+	if err != nil {
+		return format.Row{}, err
+	}
+	db.metrics.gets.Add(1)
+	if !found || r.IsTombstone() {
+		return format.Row{}, ErrNotFound
+	}
+	if r.ExpiredAt(now) {
+		db.metrics.expiredOnRead.Add(1)
+		return format.Row{}, ErrNotFound
+	}
+	db.metrics.rowsRead.Add(1)
+	return r, nil
+}
+
+// find returns the newest version of key with Seq <= seq, searching from
+// newest to oldest data: memtables, level 0 (newest table first), then each
+// sorted level.
+func (db *DB) find(rs *readState, key []byte, seq uint64) (format.Row, bool, error) {
+	if r, ok := rs.mem.Get(key, seq); ok {
+		return r, true, nil
+	}
+	for _, m := range rs.imm {
+		if r, ok := m.Get(key, seq); ok {
+			return r, true, nil
+		}
+	}
+	for _, t := range rs.v.levels[0] {
+		if t.meta.SmallestSeq > seq || !t.overlaps(key, key) {
+			continue
+		}
+		if r, ok, err := db.tableGet(t, key, seq); ok || err != nil {
+			return r, ok, err
+		}
+	}
+	for l := 1; l < len(rs.v.levels); l++ {
+		t := rs.v.findInLevel(l, key)
+		if t == nil {
+			continue
+		}
+		if r, ok, err := db.tableGet(t, key, seq); ok || err != nil {
+			return r, ok, err
+		}
+	}
+	return format.Row{}, false, nil
+}
+
+func (db *DB) tableGet(t *tableFile, key []byte, seq uint64) (format.Row, bool, error) {
+	if !t.reader.MayContain(key) {
+		db.metrics.bloomNegatives.Add(1)
+		return format.Row{}, false, nil
+	}
+	r, ok, err := t.reader.Get(key, seq)
+	if err != nil {
+		return format.Row{}, false, err
+	}
+	if !ok {
+		db.metrics.bloomFalsePositives.Add(1)
+	}
+	return r, ok, nil
+}
+
+func checkReadKey(key []byte) error {
+	if len(key) == 0 {
+		return ErrEmptyKey
+	}
+	if len(key) > MaxKeySize {
+		return fmt.Errorf("%w: %d bytes (limit %d)", ErrKeyTooLarge, len(key), MaxKeySize)
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package mayfly
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mayflydb/mayfly/clock"
+)
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func openTestDB(t *testing.T, dir string, clk *clock.Manual, mutate func(*Options)) *DB {
+	t.Helper()
+	o := &Options{Clock: clk}
+	if mutate != nil {
+		mutate(o)
+	}
+	db, err := Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func mustGet(t *testing.T, db interface{ Get([]byte) ([]byte, error) }, key, want string) {
+	t.Helper()
+	v, err := db.Get([]byte(key))
+	if want == "" {
+		if !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Get(%q) = %q, %v; want ErrNotFound", key, v, err)
+		}
+		return
+	}
+	if err != nil || string(v) != want {
+		t.Fatalf("Get(%q) = %q, %v; want %q", key, v, err, want)
+	}
+}
+
+func TestPutGetDeleteAcrossFlushCompactReopen(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewManual(epoch)
+	db := openTestDB(t, dir, clk, nil)
+	for i := 0; i < 1000; i++ {
+		if err := db.Put([]byte(fmt.Sprintf("k%04d", i)), []byte(fmt.Sprintf("v%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Delete([]byte("k0005")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutTTL([]byte("ttl"), []byte("x"), ExpireAfter(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	check := func(stage string) {
+		t.Helper()
+		mustGet(t, db, "k0001", "v1")
+		mustGet(t, db, "k0999", "v999")
+		mustGet(t, db, "k0005", "")
+		mustGet(t, db, "nope", "")
+	}
+	check("memtable")
+	mustGet(t, db, "ttl", "x")
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check("flushed")
+	mustGet(t, db, "ttl", "x")
+	clk.Advance(time.Second)
+	mustGet(t, db, "ttl", "x") // now == expire_ts: still visible
+	clk.Advance(time.Millisecond)
+	mustGet(t, db, "ttl", "")
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("compacted")
+	mustGet(t, db, "ttl", "")
+	m := db.Metrics()
+	if m.Levels[bottomLevel].Files == 0 || m.Levels[0].Files != 0 {
+		t.Fatalf("after compaction: %+v", m.Levels)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTestDB(t, dir, clk, nil)
+	defer db.Close()
+	check("reopened")
+	n := 0
+	it, err := db.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range it.All() {
+		n++
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n != 999 {
+		t.Fatalf("scan saw %d keys, want 999", n)
+	}
+}
+
+func TestReopenWithoutCloseReplaysWAL(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewManual(epoch)
+	db := openTestDB(t, dir, clk, nil)
+	b := db.NewBatch()
+	b.Put([]byte("a"), []byte("1"))
+	b.PutTTL([]byte("b"), []byte("2"), ExpireAfter(time.Minute))
+	if err := b.Write(Sync); err != nil {
+		t.Fatal(err)
+	}
+	// Simulate a crash: drop the handle without Close, release the lock.
+	db.lock.Close()
+	db2 := openTestDB(t, dir, clk, nil)
+	defer db2.Close()
+	mustGet(t, db2, "a", "1")
+	mustGet(t, db2, "b", "2")
+	rem, exp, err := db2.TTL([]byte("b"))
+	if err != nil || !exp || rem != time.Minute {
+		t.Fatalf("TTL = %v %v %v", rem, exp, err)
+	}
+}

@@ -1,0 +1,233 @@
+package mayfly
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mayflydb/mayfly/memtable"
+	"github.com/mayflydb/mayfly/wal"
+)
+
+// commitWaiter is one batch waiting in the commit queue.
+type commitWaiter struct {
+	batch *Batch
+	sync  bool
+	done  bool
+	err   error
+}
+
+var batchPool = sync.Pool{New: func() any { return &Batch{} }}
+
+// Put writes key=value with the default TTL, without waiting for an fsync.
+func (db *DB) Put(key, value []byte) error { return db.PutWith(key, value, TTL{}, nil) }
+
+// PutTTL writes key=value expiring as ttl says, without waiting for an fsync.
+func (db *DB) PutTTL(key, value []byte, ttl TTL) error { return db.PutWith(key, value, ttl, nil) }
+
+// Delete removes key, without waiting for an fsync. Deleting a missing key
+// is not an error.
+func (db *DB) Delete(key []byte) error { return db.DeleteWith(key, nil) }
+
+// PutWith writes key=value expiring as ttl says; opts (nil for NoSync)
+// chooses durability. An invalid key, value or TTL returns an error and
+// writes nothing.
+func (db *DB) PutWith(key, value []byte, ttl TTL, opts *WriteOptions) error {
+	b := db.pooledBatch()
+	defer batchPool.Put(b)
+	if err := b.PutTTL(key, value, ttl); err != nil {
+		return err
+	}
+	return b.Write(opts)
+}
+
+// DeleteWith removes key; opts (nil for NoSync) chooses durability.
+func (db *DB) DeleteWith(key []byte, opts *WriteOptions) error {
+	b := db.pooledBatch()
+	defer batchPool.Put(b)
+	if err := b.Delete(key); err != nil {
+		return err
+	}
+	return b.Write(opts)
+}
+
+func (db *DB) pooledBatch() *Batch {
+	b := batchPool.Get().(*Batch)
+	b.db = db
+	if b.data == nil {
+		b.data = make([]byte, 0, 256)
+	}
+	b.Reset()
+	return b
+}
+
+// commit writes b to the WAL and the memtable. Concurrent callers form a
+// group: the first to take commitMu becomes the leader and writes every
+// queued batch with one WAL write and at most one fsync; the others find
+// their work done when they get the lock.
+func (db *DB) commit(b *Batch, sync bool) error {
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	w := &commitWaiter{batch: b, sync: sync}
+	db.queueMu.Lock()
+	db.queue = append(db.queue, w)
+	db.queueMu.Unlock()
+
+	db.commitMu.Lock()
+	defer db.commitMu.Unlock()
+	if w.done {
+		return w.err
+	}
+	db.queueMu.Lock()
+	group := db.queue
+	db.queue = nil
+	db.queueMu.Unlock()
+
+	err := db.commitGroup(group)
+	for _, g := range group {
+		if !g.done {
+			g.done, g.err = true, err
+		}
+	}
+	return w.err
+}
+
+// commitGroup is run by the leader with commitMu held.
+func (db *DB) commitGroup(group []*commitWaiter) error {
+	if err := db.makeRoomForWrite(); err != nil {
+		return err
+	}
+	now := db.clock.NowMillis()
+	seq := db.lastSeq + 1
+	buf := db.walBuf[:0]
+	needSync := false
+	var applied []*commitWaiter
+	rows := uint64(0)
+	for _, g := range group {
+		if err := g.batch.stamp(seq, now); err != nil {
+			g.done, g.err = true, err
+			continue
+		}
+		buf = wal.AppendRecord(buf, g.batch.data)
+		seq += uint64(g.batch.count)
+		rows += uint64(g.batch.count)
+		needSync = needSync || g.sync
+		applied = append(applied, g)
+	}
+	if cap(buf) <= 4<<20 {
+		db.walBuf = buf[:0]
+	}
+	if len(applied) == 0 {
+		return nil
+	}
+	if err := db.logWriter.Write(buf); err != nil {
+		// The segment may now end in a partial record; nothing more may be
+		// appended after it.
+		db.setBackgroundError(fmt.Errorf("WAL write: %w", err))
+		return err
+	}
+	db.metrics.walBytes.Add(uint64(len(buf)))
+	if needSync {
+		if err := db.logWriter.Sync(); err != nil {
+			// A failed fsync leaves the state of the written bytes unknown;
+			// never treat them as durable or retry as if they were.
+			db.setBackgroundError(fmt.Errorf("WAL sync: %w", err))
+			return err
+		}
+		db.metrics.walSyncs.Add(1)
+	}
+	for _, g := range applied {
+		if err := db.mem.ApplyBatch(g.batch.data); err != nil {
+			db.setBackgroundError(fmt.Errorf("memtable apply: %w", err))
+			return err
+		}
+		g.done = true
+	}
+	db.lastSeq = seq - 1
+	db.visibleSeq.Store(db.lastSeq)
+	db.metrics.rowsWritten.Add(rows)
+	db.metrics.batchesCommitted.Add(uint64(len(applied)))
+	return nil
+}
+
+// makeRoomForWrite rotates a full memtable and stalls while flushes or
+// level-0 compactions are too far behind. The caller holds commitMu.
+func (db *DB) makeRoomForWrite() error {
+	var stallStart time.Time
+	defer func() {
+		if !stallStart.IsZero() {
+			db.metrics.stallNanos.Add(uint64(time.Since(stallStart)))
+		}
+	}()
+	db.mu.Lock()
+	for {
+		switch {
+		case db.closed:
+			db.mu.Unlock()
+			return ErrClosed
+		case db.bgErr != nil:
+			err := db.bgErr
+			db.mu.Unlock()
+			return err
+		case !db.opts.DisableAutoCompaction && len(db.current.levels[0]) >= db.opts.L0StopWritesThreshold,
+			db.mem.Size() >= db.opts.MemtableSize && len(db.imm) >= db.opts.MaxImmutableMemtables:
+			if stallStart.IsZero() {
+				stallStart = time.Now()
+				db.metrics.stalls.Add(1)
+				db.log.Info("mayfly: write stall", "l0Files", len(db.current.levels[0]), "immutableMemtables", len(db.imm))
+			}
+			db.kickFlush()
+			db.kickCompaction()
+			db.cond.Wait()
+		case db.mem.Size() >= db.opts.MemtableSize:
+			db.mu.Unlock()
+			if err := db.rotateMemtable(); err != nil {
+				return err
+			}
+			db.mu.Lock()
+		default:
+			db.mu.Unlock()
+			return nil
+		}
+	}
+}
+
+// rotateMemtable freezes the active memtable and starts a new WAL segment
+// for its successor. The old segment is synced first, so that a torn record
+// can only ever be at the tail of the newest segment. Caller holds commitMu.
+func (db *DB) rotateMemtable() error {
+	if err := db.logWriter.Sync(); err != nil {
+		db.setBackgroundError(fmt.Errorf("WAL sync at rotation: %w", err))
+		return err
+	}
+	w, num, err := db.newLogSegment()
+	if err != nil {
+		return err
+	}
+	old := db.logWriter
+	db.mu.Lock()
+	db.imm = append(db.imm, db.mem)
+	db.mem = memtable.New(num)
+	db.logWriter, db.logNum = w, num
+	db.mu.Unlock()
+	if err := old.Close(); err != nil {
+		db.log.Warn("mayfly: closing WAL segment", "err", err)
+	}
+	db.kickFlush()
+	return nil
+}
+
+func (db *DB) kickFlush() {
+	select {
+	case db.flushKick <- struct{}{}:
+	default:
+	}
+}
+
+func (db *DB) kickCompaction() {
+	select {
+	case db.compKick <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,45 @@
+package mayfly
+
+import (
+	"errors"
+
+	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/storage"
+)
+
+// Errors returned by Mayfly. Test for them with errors.Is: most are wrapped
+// with detail about the key, file or option involved.
+var (
+	// ErrNotFound means the key has no live value: it was never written,
+	// was deleted, or has expired.
+	ErrNotFound = errors.New("mayfly: not found")
+	// ErrClosed means the DB (or the snapshot, iterator or batch) was closed.
+	ErrClosed = errors.New("mayfly: closed")
+	// ErrReadOnly means a write was attempted on a read-only DB.
+	ErrReadOnly = errors.New("mayfly: database is read-only")
+	// ErrInvalidTTL means a TTL or deadline cannot be represented: zero,
+	// negative, below one millisecond, or past the range of Unix milliseconds.
+	ErrInvalidTTL = errors.New("mayfly: invalid TTL")
+	// ErrEmptyKey means a key of length zero was given; Mayfly does not
+	// store empty keys.
+	ErrEmptyKey = errors.New("mayfly: empty key")
+	// ErrKeyTooLarge means a key is longer than MaxKeySize.
+	ErrKeyTooLarge = errors.New("mayfly: key too large")
+	// ErrValueTooLarge means a value is longer than MaxValueSize.
+	ErrValueTooLarge = errors.New("mayfly: value too large")
+	// ErrBatchTooLarge means a batch's encoding exceeds MaxBatchSize.
+	ErrBatchTooLarge = errors.New("mayfly: batch too large")
+	// ErrBatchCommitted means a batch was reused after Write.
+	ErrBatchCommitted = errors.New("mayfly: batch already committed")
+	// ErrInvalidOptions means an Options field holds a value that is not allowed.
+	ErrInvalidOptions = errors.New("mayfly: invalid options")
+	// ErrCorruption means stored data failed a checksum or did not decode.
+	// The error names the file and byte offset.
+	ErrCorruption = format.ErrCorruption
+	// ErrLocked means another process or DB handle holds the database.
+	ErrLocked = storage.ErrLocked
+	// ErrBackground means a background flush or compaction failed; the DB
+	// refuses further writes (reads still work) until it is reopened. The
+	// wrapped error says what failed.
+	ErrBackground = errors.New("mayfly: background error")
+)

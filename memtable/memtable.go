@@ -1,0 +1,149 @@
+// Package memtable holds the newest rows of a database in memory, ordered by
+// internal key, until they are flushed to an SSTable.
+//
+// A Memtable is a B-tree (github.com/google/btree) of format.Row values whose
+// key and value bytes are copied into an append-only arena. It accepts writes
+// from one goroutine at a time (the engine's commit leader) while any number
+// of readers and iterators run concurrently. Rows are never removed, so a
+// reader that filters by sequence number sees a consistent view.
+package memtable
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/btree"
+	"github.com/mayflydb/mayfly/format"
+)
+
+// rowOverhead approximates the memory a row costs beyond its key and value
+// bytes (the Row struct in a B-tree node plus node slack).
+const rowOverhead = 96
+
+// arenaChunk is the size of each arena allocation. Rows larger than a
+// quarter chunk get their own allocation.
+const arenaChunk = 1 << 20
+
+// Memtable is an ordered in-memory set of rows. It is safe for concurrent use
+// by one writer and many readers.
+type Memtable struct {
+	mu    sync.RWMutex
+	tree  *btree.BTreeG[format.Row]
+	arena []byte
+
+	size      atomic.Int64 // approximate bytes used
+	rows      atomic.Int64
+	logNum    uint64 // WAL segment holding this memtable's rows
+	maxCommit atomic.Int64
+}
+
+func lessRow(a, b format.Row) bool { return format.CompareRows(&a, &b) < 0 }
+
+// New returns an empty memtable whose rows are logged in WAL segment logNum.
+func New(logNum uint64) *Memtable {
+	return &Memtable{tree: btree.NewG(32, lessRow), logNum: logNum}
+}
+
+// LogNum returns the WAL segment number this memtable's rows were logged in.
+func (m *Memtable) LogNum() uint64 { return m.logNum }
+
+// Size returns the approximate memory the memtable uses, in bytes.
+func (m *Memtable) Size() int64 { return m.size.Load() }
+
+// Len returns the number of rows.
+func (m *Memtable) Len() int { return int(m.rows.Load()) }
+
+// Empty reports whether the memtable holds no rows.
+func (m *Memtable) Empty() bool { return m.rows.Load() == 0 }
+
+// MaxCommitTS returns the highest batch commit time applied, in Unix ms.
+func (m *Memtable) MaxCommitTS() int64 { return m.maxCommit.Load() }
+
+// alloc copies b into the arena and returns the copy.
+func (m *Memtable) alloc(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	if len(b) > arenaChunk/4 {
+		c := make([]byte, len(b))
+		copy(c, b)
+		return c
+	}
+	if cap(m.arena)-len(m.arena) < len(b) {
+		m.arena = make([]byte, 0, arenaChunk)
+	}
+	n := len(m.arena)
+	m.arena = append(m.arena, b...)
+	return m.arena[n : n+len(b) : n+len(b)]
+}
+
+// ApplyBatch inserts every row of an encoded batch (format batch encoding).
+// The batch must already have been validated (it was built by the engine or
+// decoded from a checksummed WAL record); a malformed batch returns an error
+// and may leave a prefix of its rows inserted, so callers validate first.
+func (m *Memtable) ApplyBatch(data []byte) error {
+	br, err := format.NewBatchReader(data)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var r format.Row
+	var added int64
+	n := int64(0)
+	for {
+		ok, err := br.Next(&r)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		added += int64(len(r.Key)+len(r.Value)) + rowOverhead
+		r.Key = m.alloc(r.Key)
+		r.Value = m.alloc(r.Value)
+		m.tree.ReplaceOrInsert(r)
+		n++
+	}
+	m.size.Add(added)
+	m.rows.Add(n)
+	if ts := br.Header().CommitTS; ts > m.maxCommit.Load() {
+		m.maxCommit.Store(ts)
+	}
+	return nil
+}
+
+// Add inserts one row, copying its key and value.
+func (m *Memtable) Add(r *format.Row) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := *r
+	c.Key = m.alloc(r.Key)
+	c.Value = m.alloc(r.Value)
+	m.tree.ReplaceOrInsert(c)
+	m.size.Add(int64(len(r.Key)+len(r.Value)) + rowOverhead)
+	m.rows.Add(1)
+}
+
+// Get returns the newest row of ukey with Seq <= seq, tombstones included.
+// The returned row's bytes are immutable and may be retained.
+func (m *Memtable) Get(ukey []byte, seq uint64) (format.Row, bool) {
+	pivot := format.Row{Key: ukey, Seq: seq}
+	var out format.Row
+	found := false
+	m.mu.RLock()
+	m.tree.AscendGreaterOrEqual(pivot, func(r format.Row) bool {
+		if string(r.Key) == string(ukey) {
+			out, found = r, true
+		}
+		return false
+	})
+	m.mu.RUnlock()
+	return out, found
+}
+
+// NewIter returns an iterator over the memtable. It sees rows added after it
+// was created; callers filter by sequence number for a stable view.
+func (m *Memtable) NewIter() format.Iterator {
+	return &iterator{m: m, buf: make([]format.Row, 0, iterChunk)}
+}

@@ -1,0 +1,150 @@
+package mayfly
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/mayflydb/mayfly/manifest"
+)
+
+// metricsCounters are the engine's running counts.
+type metricsCounters struct {
+	rowsWritten, batchesCommitted          atomic.Uint64
+	gets, rowsRead, expiredOnRead          atomic.Uint64
+	bloomNegatives, bloomFalsePositives    atomic.Uint64
+	walBytes, walSyncs                     atomic.Uint64
+	walSegmentsCreated, walRecordsReplayed atomic.Uint64
+	walTornTails                           atomic.Uint64
+	flushes, flushBytes                    atomic.Uint64
+	compactions                            atomic.Uint64
+	compactionBytesRead                    atomic.Uint64
+	compactionBytesWritten                 atomic.Uint64
+	expiredToTombstone, expiredDropped     atomic.Uint64
+	tombstonesDropped                      atomic.Uint64
+	tablesDeleted, manifestWrites          atomic.Uint64
+	stalls, stallNanos                     atomic.Uint64
+}
+
+// LevelMetrics describes one level of the tree.
+type LevelMetrics struct {
+	Files int    // number of SSTables
+	Bytes uint64 // their total size
+	Rows  uint64 // rows they hold, tombstones included
+	// TTLRows is how many of those rows carry an expiry.
+	TTLRows uint64
+	// Tombstones is how many of those rows are tombstones.
+	Tombstones uint64
+}
+
+// Metrics is a point-in-time picture of the database's state and activity
+// since Open.
+type Metrics struct {
+	// MemtableBytes is the size of the active memtable; ImmutableMemtables
+	// and ImmutableBytes describe the frozen ones awaiting flush.
+	MemtableBytes      int64
+	ImmutableMemtables int
+	ImmutableBytes     int64
+	// Levels holds per-level figures, level 0 first.
+	Levels [manifest.NumLevels]LevelMetrics
+
+	RowsWritten      uint64 // rows committed (puts and deletes)
+	BatchesCommitted uint64 // batches committed (each Put is one)
+	Gets             uint64 // point lookups served
+	RowsRead         uint64 // live rows returned by Get and iterators
+	// ExpiredOnRead counts rows a read found but hid because they had expired.
+	ExpiredOnRead uint64
+	// BloomNegatives counts table lookups a bloom filter skipped;
+	// BloomFalsePositives those it let through that found nothing.
+	BloomNegatives, BloomFalsePositives uint64
+
+	WALBytes           uint64 // bytes appended to the WAL
+	WALSyncs           uint64 // WAL fsyncs (one per synced commit group)
+	WALSegmentsCreated uint64
+	WALRecordsReplayed uint64 // records recovered at Open
+	WALTornTails       uint64 // torn tail records dropped at Open
+
+	Flushes, FlushBytes uint64
+	Compactions         uint64
+	CompactionBytesRead uint64
+	// CompactionBytesWritten is what compactions wrote; with FlushBytes it
+	// gives the write amplification (see WriteAmplification).
+	CompactionBytesWritten uint64
+	// ExpiredToTombstone counts expired rows a flush or compaction rewrote
+	// as tombstones; ExpiredDropped those dropped at the bottom level.
+	ExpiredToTombstone, ExpiredDropped uint64
+	TombstonesDropped                  uint64
+	TablesDeleted                      uint64
+	ManifestWrites                     uint64
+
+	WriteStalls    uint64        // times a write waited for flush/compaction
+	WriteStallTime time.Duration // total time writes spent stalled
+
+	BlockCacheHits, BlockCacheMisses uint64
+	BlockCacheBytes                  int64
+	OpenSnapshots                    int
+}
+
+// WriteAmplification returns bytes written to SSTables (flushes plus
+// compactions) per byte flushed, or 0 before the first flush.
+func (m *Metrics) WriteAmplification() float64 {
+	if m.FlushBytes == 0 {
+		return 0
+	}
+	return float64(m.FlushBytes+m.CompactionBytesWritten) / float64(m.FlushBytes)
+}
+
+// DiskBytes returns the total size of the live SSTables.
+func (m *Metrics) DiskBytes() uint64 {
+	var n uint64
+	for _, l := range m.Levels {
+		n += l.Bytes
+	}
+	return n
+}
+
+// Metrics returns the current metrics.
+func (db *DB) Metrics() Metrics {
+	c := &db.metrics
+	m := Metrics{
+		RowsWritten: c.rowsWritten.Load(), BatchesCommitted: c.batchesCommitted.Load(),
+		Gets: c.gets.Load(), RowsRead: c.rowsRead.Load(), ExpiredOnRead: c.expiredOnRead.Load(),
+		BloomNegatives: c.bloomNegatives.Load(), BloomFalsePositives: c.bloomFalsePositives.Load(),
+		WALBytes: c.walBytes.Load(), WALSyncs: c.walSyncs.Load(),
+		WALSegmentsCreated: c.walSegmentsCreated.Load(), WALRecordsReplayed: c.walRecordsReplayed.Load(),
+		WALTornTails: c.walTornTails.Load(),
+		Flushes:      c.flushes.Load(), FlushBytes: c.flushBytes.Load(),
+		Compactions: c.compactions.Load(), CompactionBytesRead: c.compactionBytesRead.Load(),
+		CompactionBytesWritten: c.compactionBytesWritten.Load(),
+		ExpiredToTombstone:     c.expiredToTombstone.Load(), ExpiredDropped: c.expiredDropped.Load(),
+		TombstonesDropped: c.tombstonesDropped.Load(), TablesDeleted: c.tablesDeleted.Load(),
+		ManifestWrites: c.manifestWrites.Load(),
+		WriteStalls:    c.stalls.Load(), WriteStallTime: time.Duration(c.stallNanos.Load()),
+	}
+	if db.cache != nil {
+		cm := db.cache.Metrics()
+		m.BlockCacheHits, m.BlockCacheMisses, m.BlockCacheBytes = cm.Hits, cm.Misses, cm.SizeBytes
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.mem != nil {
+		m.MemtableBytes = db.mem.Size()
+	}
+	m.ImmutableMemtables = len(db.imm)
+	for _, im := range db.imm {
+		m.ImmutableBytes += im.Size()
+	}
+	m.OpenSnapshots = len(db.snapshots)
+	if db.current != nil {
+		for l, lvl := range db.current.levels {
+			for _, t := range lvl {
+				lm := &m.Levels[l]
+				lm.Files++
+				lm.Bytes += t.meta.Size
+				lm.Rows += t.meta.NumRows
+				lm.TTLRows += t.meta.NumTTLRows
+				lm.Tombstones += t.meta.NumTombstones
+			}
+		}
+	}
+	return m
+}

@@ -1,0 +1,162 @@
+package mayfly
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/mayflydb/mayfly/clock"
+	"github.com/mayflydb/mayfly/sstable"
+	"github.com/mayflydb/mayfly/storage"
+)
+
+// Limits on what a single write may hold.
+const (
+	// MaxKeySize is the largest key accepted, in bytes.
+	MaxKeySize = 64 << 10
+	// MaxValueSize is the largest value accepted, in bytes.
+	MaxValueSize = 64 << 20
+	// MaxBatchSize is the largest encoded batch accepted, in bytes.
+	MaxBatchSize = 128 << 20
+)
+
+// Options configure a database. The zero value of every field means its
+// documented default; Open never modifies the caller's Options.
+type Options struct {
+	// DefaultTTL applies to writes whose TTL is the zero value (DefaultTTL()).
+	// Zero means writes without an explicit TTL never expire. Negative values
+	// are rejected.
+	DefaultTTL time.Duration
+
+	// Clock is the source of time for every expiry decision.
+	// Default: the system clock, wrapped so that it never runs backwards and
+	// never below the highest time this database has recorded.
+	Clock clock.Clock
+
+	// Storage overrides where the database lives. Default: the local
+	// directory given to Open.
+	Storage storage.Storage
+
+	// ReadOnly opens the database without writing anything: no WAL replay is
+	// persisted, writes fail with ErrReadOnly. A read-only handle shares the
+	// directory with other read-only handles but not with a writer.
+	ReadOnly bool
+
+	// Logger receives flush, compaction, recovery and corruption events.
+	// Default: silent.
+	Logger *slog.Logger
+
+	// --- Memtable and write path ---
+
+	// MemtableSize is the size in bytes at which the active memtable is
+	// frozen and scheduled for flushing. Default: 64 MiB.
+	MemtableSize int64
+	// MaxImmutableMemtables is how many frozen memtables may wait for their
+	// flush before writes stall. Default: 2.
+	MaxImmutableMemtables int
+
+	// --- SSTables ---
+
+	// BlockSize is the target uncompressed size of a data block. Default: 4096.
+	BlockSize int
+	// Compression of data blocks. Default: sstable.SnappyCompression.
+	Compression sstable.Compression
+	// NoCompression disables compression (the zero Compression value means
+	// the default, so this flag is how to ask for none).
+	NoCompression bool
+	// BloomBitsPerKey sizes each SSTable's bloom filter. Default: 10 (about a
+	// 1% false-positive rate). Negative disables filters.
+	BloomBitsPerKey int
+	// BlockCacheSize is the byte budget of the block cache shared by all
+	// SSTables. Default: 64 MiB. Negative disables the cache.
+	BlockCacheSize int64
+	// TargetFileSize is the size at which compaction output is split into a
+	// new SSTable. Default: 32 MiB.
+	TargetFileSize int64
+
+	// --- Compaction ---
+
+	// L0CompactionThreshold is the number of level-0 files that triggers a
+	// background compaction. Default: 4.
+	L0CompactionThreshold int
+	// L0StopWritesThreshold is the number of level-0 files at which writes
+	// stall until compaction catches up. Default: 12.
+	L0StopWritesThreshold int
+	// DisableAutoCompaction turns background compaction off; Compact still
+	// works. Default: false.
+	DisableAutoCompaction bool
+}
+
+// WriteOptions control a single write.
+type WriteOptions struct {
+	// Sync makes the write durable (the WAL is fsynced) before the call
+	// returns. Concurrent synced writers share one fsync (group commit).
+	// Default false: the write survives a process crash once it returns only
+	// if the operating system does not crash before its next WAL sync, a
+	// memtable flush or Close.
+	Sync bool
+}
+
+// Sync is the WriteOptions for a durable write.
+var Sync = &WriteOptions{Sync: true}
+
+// NoSync is the WriteOptions for a write that returns before it is durable.
+var NoSync = &WriteOptions{}
+
+// withDefaults returns a copy of o with every unset field at its default,
+// or an error naming the first invalid field.
+func (o *Options) withDefaults() (*Options, error) {
+	c := Options{}
+	if o != nil {
+		c = *o
+	}
+	if c.DefaultTTL < 0 {
+		return nil, fmt.Errorf("%w: Options.DefaultTTL %v is negative", ErrInvalidOptions, c.DefaultTTL)
+	}
+	if c.DefaultTTL > 0 && c.DefaultTTL < time.Millisecond {
+		return nil, fmt.Errorf("%w: Options.DefaultTTL %v is below the 1ms resolution", ErrInvalidOptions, c.DefaultTTL)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.MemtableSize == 0 {
+		c.MemtableSize = 64 << 20
+	}
+	if c.MemtableSize < 0 {
+		return nil, fmt.Errorf("%w: Options.MemtableSize %d is negative", ErrInvalidOptions, c.MemtableSize)
+	}
+	if c.MaxImmutableMemtables <= 0 {
+		c.MaxImmutableMemtables = 2
+	}
+	if c.BlockSize <= 0 {
+		c.BlockSize = 4096
+	}
+	if c.NoCompression {
+		c.Compression = sstable.NoCompression
+	} else if c.Compression == sstable.NoCompression {
+		c.Compression = sstable.SnappyCompression
+	}
+	if c.BloomBitsPerKey == 0 {
+		c.BloomBitsPerKey = 10
+	} else if c.BloomBitsPerKey < 0 {
+		c.BloomBitsPerKey = 0
+	}
+	if c.BlockCacheSize == 0 {
+		c.BlockCacheSize = 64 << 20
+	} else if c.BlockCacheSize < 0 {
+		c.BlockCacheSize = 0
+	}
+	if c.TargetFileSize <= 0 {
+		c.TargetFileSize = 32 << 20
+	}
+	if c.L0CompactionThreshold <= 0 {
+		c.L0CompactionThreshold = 4
+	}
+	if c.L0StopWritesThreshold <= 0 {
+		c.L0StopWritesThreshold = 12
+	}
+	if c.L0StopWritesThreshold < c.L0CompactionThreshold {
+		c.L0StopWritesThreshold = c.L0CompactionThreshold
+	}
+	return &c, nil
+}

@@ -1,0 +1,227 @@
+package mayfly
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/manifest"
+	"github.com/mayflydb/mayfly/memtable"
+	"github.com/mayflydb/mayfly/sstable"
+	"github.com/mayflydb/mayfly/storage"
+	"github.com/mayflydb/mayfly/wal"
+)
+
+// Object names. No name is a folder prefix of another.
+func tableName(num uint64) string { return fmt.Sprintf("sst/%06d.sst", num) }
+func logName(num uint64) string   { return fmt.Sprintf("wal/%06d.wal", num) }
+
+// parseNum extracts the number from "dir/NNNNNN.ext"; ok is false for names
+// Mayfly did not write.
+func parseNum(name, dir, ext string) (uint64, bool) {
+	s, found := strings.CutPrefix(name, dir+"/")
+	if !found {
+		return 0, false
+	}
+	s, found = strings.CutSuffix(s, ext)
+	if !found {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
+}
+
+// recover loads the newest manifest, opens its tables, replays the WAL
+// segments it does not cover and, unless read-only, flushes what they held
+// and starts a fresh WAL segment.
+func (db *DB) recover() error {
+	st, num, skipped, err := manifest.Load(db.store)
+	if err != nil {
+		return fmt.Errorf("mayfly: load manifest: %w", err)
+	}
+	for _, e := range skipped {
+		db.log.Warn("mayfly: skipped unreadable manifest version", "err", e)
+	}
+	if st == nil {
+		st = &manifest.State{NextFileNum: 1}
+	}
+	db.manifestNum = num
+	db.nextFileNum = max(st.NextFileNum, 1)
+	db.lastSeq = st.LastSeq
+	db.minLogNum = st.MinLogNum
+	db.clock.Observe(st.ClockHWM)
+
+	var levels [manifest.NumLevels][]*tableFile
+	for l, metas := range st.Levels {
+		for _, m := range metas {
+			t, err := db.openTable(m)
+			if err != nil {
+				for _, lvl := range levels {
+					for _, t := range lvl {
+						t.reader.Close()
+					}
+				}
+				return err
+			}
+			levels[l] = append(levels[l], t)
+		}
+	}
+	db.current = newVersion(levels)
+
+	logs, err := db.store.List("wal")
+	if err != nil {
+		return err
+	}
+	var segs []uint64
+	for _, name := range logs {
+		n, ok := parseNum(name, "wal", ".wal")
+		if !ok {
+			continue
+		}
+		if n >= db.nextFileNum {
+			db.nextFileNum = n + 1
+		}
+		if n >= st.MinLogNum {
+			segs = append(segs, n)
+		}
+	}
+	mem := memtable.New(0)
+	var recovered []*memtable.Memtable
+	for i, seg := range segs {
+		res, err := wal.Replay(db.store, logName(seg), seg, func(payload []byte) error {
+			br, err := format.NewBatchReader(payload)
+			if err != nil {
+				return err
+			}
+			h := br.Header()
+			db.clock.Observe(h.CommitTS)
+			if h.Count == 0 {
+				return nil
+			}
+			if err := mem.ApplyBatch(payload); err != nil {
+				return err
+			}
+			db.lastSeq = max(db.lastSeq, h.Seq+uint64(h.Count)-1)
+			if mem.Size() >= db.opts.MemtableSize {
+				recovered = append(recovered, mem)
+				mem = memtable.New(0)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("mayfly: replay %s: %w", logName(seg), err)
+		}
+		if res.Torn() {
+			if i != len(segs)-1 {
+				return res.TornError(logName(seg))
+			}
+			db.log.Warn("mayfly: dropped torn record at the WAL tail",
+				"file", logName(seg), "offset", res.TornOffset, "reason", res.TornReason)
+			db.metrics.walTornTails.Add(1)
+		}
+		db.metrics.walRecordsReplayed.Add(uint64(res.Records))
+	}
+	if !mem.Empty() {
+		recovered = append(recovered, mem)
+	}
+	db.visibleSeq.Store(db.lastSeq)
+
+	if db.opts.ReadOnly {
+		db.imm = recovered
+		db.mem = memtable.New(0)
+		return nil
+	}
+
+	// Flush what the WAL held, then record that its segments are obsolete.
+	var edit versionEdit
+	for _, m := range recovered {
+		t, err := db.writeL0(m)
+		if err != nil {
+			return err
+		}
+		if t != nil {
+			edit.added = append(edit.added, addedTable{level: 0, table: t})
+		}
+	}
+	w, num, err := db.newLogSegment()
+	if err != nil {
+		return err
+	}
+	db.logWriter, db.logNum, db.mem = w, num, memtable.New(num)
+	edit.minLogNum = num
+	if err := db.logAndApply(&edit); err != nil {
+		return err
+	}
+	for _, seg := range segs {
+		db.removeQuietly(logName(seg))
+	}
+	db.removeOrphanTables()
+	return nil
+}
+
+// openTable opens the reader for a manifest entry.
+func (db *DB) openTable(m *manifest.FileMeta) (*tableFile, error) {
+	f, err := db.store.Open(tableName(m.Num))
+	if err != nil {
+		return nil, fmt.Errorf("mayfly: open table listed in manifest: %w", err)
+	}
+	r, err := sstable.Open(f, sstable.ReaderOptions{Cache: db.cache, FileNum: m.Num, Name: tableName(m.Num)})
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	t, err := newTableFile(db, m, r)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// newLogSegment creates a new WAL segment under a fresh file number.
+func (db *DB) newLogSegment() (*wal.Writer, uint64, error) {
+	num := db.allocFileNum()
+	lw, err := db.store.CreateLog(logName(num))
+	if err != nil {
+		return nil, 0, err
+	}
+	w, err := wal.NewWriter(lw, num)
+	if err != nil {
+		lw.Close()
+		return nil, 0, err
+	}
+	db.metrics.walSegmentsCreated.Add(1)
+	return w, num, nil
+}
+
+// removeOrphanTables deletes SSTables no version lists: leftovers of a
+// flush or compaction that crashed before its manifest was written.
+func (db *DB) removeOrphanTables() {
+	names, err := db.store.List("sst")
+	if err != nil {
+		return
+	}
+	live := make(map[uint64]bool)
+	for _, t := range db.current.files() {
+		live[t.meta.Num] = true
+	}
+	for _, name := range names {
+		if n, ok := parseNum(name, "sst", ".sst"); ok && !live[n] {
+			db.log.Info("mayfly: removing orphan table", "file", name)
+			db.removeQuietly(name)
+		}
+	}
+}
+
+func (db *DB) removeQuietly(name string) {
+	if err := db.store.Remove(name); err != nil && !errors.Is(err, storage.ErrNotExist) {
+		db.log.Warn("mayfly: remove failed", "file", name, "err", err)
+	}
+}
+
+func (db *DB) deleteObsoleteTable(num uint64) {
+	db.removeQuietly(tableName(num))
+	db.metrics.tablesDeleted.Add(1)
+}

@@ -1,0 +1,122 @@
+package sstable
+
+import (
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/mayflydb/mayfly/format"
+)
+
+func benchRows(n int) []format.Row {
+	rows := make([]format.Row, n)
+	for i := range rows {
+		v := make([]byte, 100)
+		for j := range v {
+			v[j] = byte('a' + (i+j/10)%26)
+		}
+		rows[i] = format.Row{Key: fmt.Appendf(nil, "user/%010d", i), Seq: uint64(i + 1), Value: v}
+		if i%4 == 0 {
+			rows[i].Flags = format.FlagHasTS | format.FlagHasExpire
+			rows[i].TS, rows[i].ExpireTS = 1_700_000_000_000, 1_700_000_360_000
+		}
+	}
+	return rows
+}
+
+func rowBytes(rows []format.Row) int64 {
+	var n int64
+	for i := range rows {
+		n += int64(len(rows[i].Key) + len(rows[i].Value))
+	}
+	return n
+}
+
+func BenchmarkWriter(b *testing.B) {
+	rows := benchRows(10000)
+	for _, c := range []Compression{NoCompression, SnappyCompression, ZstdCompression} {
+		b.Run(c.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(rowBytes(rows))
+			for b.Loop() {
+				w := NewWriter(io.Discard, WriterOptions{Compression: c, BloomBitsPerKey: 10})
+				for i := range rows {
+					if err := w.Add(&rows[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := w.Finish(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkReaderGet(b *testing.B) {
+	rows := benchRows(10000)
+	for _, c := range []Compression{NoCompression, ZstdCompression} {
+		b.Run(c.String(), func(b *testing.B) {
+			data, _ := buildTable(b, rows, WriterOptions{Compression: c, BloomBitsPerKey: 10})
+			r := openTable(b, data, NewCache(64<<20))
+			for i := range rows { // warm the cache
+				r.Get(rows[i].Key, format.MaxSeq)
+			}
+			b.ReportAllocs()
+			b.SetBytes(int64(len(rows[0].Key) + len(rows[0].Value)))
+			i := 0
+			for b.Loop() {
+				row := &rows[i%len(rows)]
+				if _, found, err := r.Get(row.Key, format.MaxSeq); !found || err != nil {
+					b.Fatal(found, err)
+				}
+				i += 7919
+			}
+		})
+	}
+}
+
+func BenchmarkIterNext(b *testing.B) {
+	rows := benchRows(10000)
+	data, _ := buildTable(b, rows, WriterOptions{Compression: SnappyCompression})
+	r := openTable(b, data, NewCache(64<<20))
+	it := r.NewIter()
+	it.First()
+	b.ReportAllocs()
+	b.SetBytes(rowBytes(rows) / int64(len(rows)))
+	for b.Loop() {
+		if !it.Next() && !it.First() {
+			b.Fatal(it.Error())
+		}
+	}
+}
+
+func BenchmarkIterPrev(b *testing.B) {
+	rows := benchRows(10000)
+	data, _ := buildTable(b, rows, WriterOptions{Compression: SnappyCompression})
+	r := openTable(b, data, NewCache(64<<20))
+	it := r.NewIter()
+	it.Last()
+	b.ReportAllocs()
+	b.SetBytes(rowBytes(rows) / int64(len(rows)))
+	for b.Loop() {
+		if !it.Prev() && !it.Last() {
+			b.Fatal(it.Error())
+		}
+	}
+}
+
+func BenchmarkBloomProbe(b *testing.B) {
+	rows := benchRows(10000)
+	data, _ := buildTable(b, rows, WriterOptions{BloomBitsPerKey: 10})
+	r := openTable(b, data, nil)
+	probe := []byte("user/absent0000")
+	b.ReportAllocs()
+	b.SetBytes(int64(len(probe)))
+	i := 0
+	for b.Loop() {
+		probe[len(probe)-1] = byte(i)
+		r.MayContain(probe)
+		i++
+	}
+}

@@ -1,0 +1,408 @@
+package sstable
+
+// Blocks: the unit data and index entries are stored in.
+//
+// A block (uncompressed) is a run of entries followed by its restart array:
+//
+//	+---------+---------+-----+-----------+-----+-----------+---------------+
+//	| entry 0 | entry 1 | ... | restart 0 | ... | restart n | n+1: u32 (LE) |
+//	+---------+---------+-----+-----------+-----+-----------+---------------+
+//	                            u32 (LE) offsets of restart entries
+//
+// Each entry holds an internal key (user key + 8-byte trailer, see
+// format.AppendInternalKey), prefix-compressed against the previous key:
+//
+//	+--------------+----------------+--------------+-----------+-------+-------+
+//	| shared       | unshared       | value length | key delta | attrs | value |
+//	| uvarint      | uvarint        | uvarint      | unshared  |       |       |
+//	+--------------+----------------+--------------+-----------+-------+-------+
+//
+// The key is the first `shared` bytes of the previous key followed by the
+// delta. attrs are format.AppendAttrs of the row: ts and expire_ts uvarints,
+// each present only if the flags in the key's trailer say so. A restart
+// entry (every RestartInterval-th) has shared == 0, so a key can be decoded
+// starting at any restart; SeekGE binary-searches the restarts and Prev
+// re-scans from the restart before the current entry.
+//
+// Index blocks use the same format (restart interval 1). A block with no
+// entry is only its restart count, 0.
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"github.com/mayflydb/mayfly/format"
+)
+
+var corruptf = format.Corruptf
+
+// blockWriter builds one block.
+type blockWriter struct {
+	restartInterval int
+	buf             []byte
+	restarts        []uint32
+	counter         int // entries since the last restart
+	lastKey         []byte
+	entries         int
+}
+
+func (w *blockWriter) reset() {
+	w.buf = w.buf[:0]
+	w.restarts = w.restarts[:0]
+	w.counter = 0
+	w.lastKey = w.lastKey[:0]
+	w.entries = 0
+}
+
+// add appends an entry with internal key ikey, the attributes of r (per
+// r.Flags, which must match ikey's trailer) and value. Keys must be added
+// in increasing order; the caller checks that.
+func (w *blockWriter) add(ikey []byte, r *format.Row, value []byte) {
+	shared := 0
+	if w.counter >= w.restartInterval || w.entries == 0 {
+		w.restarts = append(w.restarts, uint32(len(w.buf)))
+		w.counter = 0
+	} else {
+		n := min(len(ikey), len(w.lastKey))
+		for shared < n && ikey[shared] == w.lastKey[shared] {
+			shared++
+		}
+	}
+	w.buf = binary.AppendUvarint(w.buf, uint64(shared))
+	w.buf = binary.AppendUvarint(w.buf, uint64(len(ikey)-shared))
+	w.buf = binary.AppendUvarint(w.buf, uint64(len(value)))
+	w.buf = append(w.buf, ikey[shared:]...)
+	w.buf = format.AppendAttrs(w.buf, r)
+	w.buf = append(w.buf, value...)
+	w.lastKey = append(w.lastKey[:0], ikey...)
+	w.counter++
+	w.entries++
+}
+
+// estimatedSize is the size finish would return.
+func (w *blockWriter) estimatedSize() int {
+	return len(w.buf) + 4*len(w.restarts) + 4
+}
+
+// finish appends the restart array and returns the block, which stays valid
+// until the next reset.
+func (w *blockWriter) finish() []byte {
+	for _, r := range w.restarts {
+		w.buf = binary.LittleEndian.AppendUint32(w.buf, r)
+	}
+	w.buf = binary.LittleEndian.AppendUint32(w.buf, uint32(len(w.restarts)))
+	return w.buf
+}
+
+// blockIter walks the entries of one decoded block. Its zero value is an
+// empty iterator. Errors are sticky and name the file and the block offset.
+type blockIter struct {
+	data        []byte
+	restarts    int // offset of the restart array: entries end here
+	numRestarts int
+	file        string
+	blockOff    int64
+	isIndex     bool // values are block handles, also for tombstone keys
+
+	off     int // offset of the current entry; restarts when past the end, -1 before the start
+	nextOff int // offset of the entry after the current one
+
+	key      []byte // current internal key: aliases data or keyBuf
+	keyInBuf bool
+	keyBuf   []byte
+	shared   int // shared prefix length of the current entry
+	row      format.Row
+	err      error
+}
+
+// init points the iterator at block data (as stored, uncompressed) and
+// checks its restart array.
+func (it *blockIter) init(data []byte, file string, blockOff int64, isIndex bool) error {
+	*it = blockIter{keyBuf: it.keyBuf[:0], data: data, file: file, blockOff: blockOff, isIndex: isIndex}
+	if len(data) < 4 {
+		it.err = corruptf(file, blockOff, "block of %d bytes has no restart count", len(data))
+		return it.err
+	}
+	n := binary.LittleEndian.Uint32(data[len(data)-4:])
+	if uint64(n) > uint64(len(data)-4)/4 {
+		it.err = corruptf(file, blockOff, "block of %d bytes claims %d restarts", len(data), n)
+		return it.err
+	}
+	it.numRestarts = int(n)
+	it.restarts = len(data) - 4 - 4*int(n)
+	if (n == 0) != (it.restarts == 0) {
+		it.err = corruptf(file, blockOff, "block has %d restarts for %d bytes of entries", n, it.restarts)
+		return it.err
+	}
+	it.off = -1
+	return nil
+}
+
+func (it *blockIter) valid() bool { return it.err == nil && it.off >= 0 && it.off < it.restarts }
+
+func (it *blockIter) corrupt(off int, reason string) bool {
+	if it.err == nil {
+		it.err = corruptf(it.file, it.blockOff, "block entry at %d: %s", off, reason)
+	}
+	it.off = it.restarts
+	return false
+}
+
+// restartOffset returns the offset of restart i, or -1 if corrupt.
+func (it *blockIter) restartOffset(i int) int {
+	v := binary.LittleEndian.Uint32(it.data[it.restarts+4*i:])
+	if uint64(v) >= uint64(it.restarts) {
+		it.corrupt(int(v), "restart offset outside the entries")
+		return -1
+	}
+	return int(v)
+}
+
+func uvarintAt(b []byte, p, limit int) (uint64, int) {
+	if p < limit && b[p] < 0x80 {
+		return uint64(b[p]), p + 1
+	}
+	v, n := binary.Uvarint(b[p:limit])
+	if n <= 0 {
+		return 0, -1
+	}
+	return v, p + n
+}
+
+// decodeAt decodes the entry at off, whose shared prefix comes from it.key.
+// At a restart the caller sets it.key = nil so that shared must be 0.
+func (it *blockIter) decodeAt(off int) bool {
+	if it.err != nil {
+		return false
+	}
+	data, limit := it.data, it.restarts
+	shared, p := uvarintAt(data, off, limit)
+	if p < 0 {
+		return it.corrupt(off, "bad shared length")
+	}
+	unshared, p := uvarintAt(data, p, limit)
+	if p < 0 {
+		return it.corrupt(off, "bad key length")
+	}
+	vlen, p := uvarintAt(data, p, limit)
+	if p < 0 {
+		return it.corrupt(off, "bad value length")
+	}
+	if shared > uint64(len(it.key)) {
+		return it.corrupt(off, "shared prefix longer than the previous key")
+	}
+	if unshared > uint64(limit-p) {
+		return it.corrupt(off, "key runs past the block")
+	}
+	delta := data[p : p+int(unshared)]
+	p += int(unshared)
+	if shared == 0 {
+		it.key = delta
+		it.keyInBuf = false
+	} else {
+		if !it.keyInBuf {
+			it.keyBuf = append(it.keyBuf[:0], it.key[:shared]...)
+			it.keyInBuf = true
+		} else {
+			it.keyBuf = it.keyBuf[:shared]
+		}
+		it.keyBuf = append(it.keyBuf, delta...)
+		it.key = it.keyBuf
+	}
+	it.shared = int(shared)
+	ukey, seq, flags, ok := format.SplitInternalKey(it.key)
+	if !ok {
+		return it.corrupt(off, "malformed internal key")
+	}
+	r := &it.row
+	r.Key, r.Seq, r.Flags, r.TS, r.ExpireTS = ukey, seq, flags, 0, 0
+	if flags&(format.FlagHasTS|format.FlagHasExpire) != 0 {
+		n, ok := format.DecodeAttrs(data[p:limit], r)
+		if !ok {
+			return it.corrupt(off, "bad row attributes")
+		}
+		p += n
+	}
+	if vlen > uint64(limit-p) {
+		return it.corrupt(off, "value runs past the block")
+	}
+	end := p + int(vlen)
+	if flags&format.FlagTombstone != 0 && !it.isIndex {
+		if vlen != 0 {
+			return it.corrupt(off, "tombstone with a value")
+		}
+		r.Value = nil
+	} else {
+		r.Value = data[p:end:end]
+	}
+	it.off, it.nextOff = off, end
+	return true
+}
+
+// seekRestart positions at restart i.
+func (it *blockIter) seekRestart(i int) bool {
+	off := it.restartOffset(i)
+	if off < 0 {
+		return false
+	}
+	it.key = nil
+	it.keyInBuf = false
+	return it.decodeAt(off)
+}
+
+func (it *blockIter) first() bool {
+	if it.err != nil {
+		return false
+	}
+	if it.numRestarts == 0 {
+		it.off = it.restarts
+		return false
+	}
+	return it.seekRestart(0)
+}
+
+func (it *blockIter) last() bool {
+	if it.err != nil {
+		return false
+	}
+	if it.numRestarts == 0 {
+		it.off = -1
+		return false
+	}
+	if !it.seekRestart(it.numRestarts - 1) {
+		return false
+	}
+	for it.nextOff < it.restarts {
+		if !it.decodeAt(it.nextOff) {
+			return false
+		}
+	}
+	return true
+}
+
+func (it *blockIter) next() bool {
+	if it.err != nil {
+		return false
+	}
+	if it.off < 0 {
+		return it.first()
+	}
+	if it.off >= it.restarts || it.nextOff >= it.restarts {
+		it.off = it.restarts
+		return false
+	}
+	return it.decodeAt(it.nextOff)
+}
+
+func (it *blockIter) prev() bool {
+	if it.err != nil {
+		return false
+	}
+	if it.off >= it.restarts {
+		return it.last()
+	}
+	target := it.off
+	if target <= 0 {
+		it.off = -1
+		return false
+	}
+	// The last restart before target.
+	lo, hi := 0, it.numRestarts
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		ro := it.restartOffset(m)
+		if ro < 0 {
+			return false
+		}
+		if ro < target {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		it.off = -1
+		return false
+	}
+	if !it.seekRestart(lo - 1) {
+		return false
+	}
+	for it.nextOff < target {
+		if !it.decodeAt(it.nextOff) {
+			return false
+		}
+	}
+	if it.nextOff != target {
+		return it.corrupt(target, "entries do not chain to the current entry")
+	}
+	return true
+}
+
+// restartKey returns the internal key stored whole at restart i.
+func (it *blockIter) restartKey(i int) ([]byte, bool) {
+	off := it.restartOffset(i)
+	if off < 0 {
+		return nil, false
+	}
+	data, limit := it.data, it.restarts
+	shared, p := uvarintAt(data, off, limit)
+	if p < 0 || shared != 0 {
+		return nil, it.corrupt(off, "bad restart entry")
+	}
+	unshared, p := uvarintAt(data, p, limit)
+	if p < 0 {
+		return nil, it.corrupt(off, "bad key length")
+	}
+	_, p = uvarintAt(data, p, limit)
+	if p < 0 {
+		return nil, it.corrupt(off, "bad value length")
+	}
+	if unshared > uint64(limit-p) || unshared < format.TrailerLen {
+		return nil, it.corrupt(off, "bad restart key")
+	}
+	return data[p : p+int(unshared)], true
+}
+
+// seekGE positions at the first entry whose internal key is >= ikey, which
+// must be a valid internal key.
+func (it *blockIter) seekGE(ikey []byte) bool {
+	if it.err != nil {
+		return false
+	}
+	// Find the first restart whose key is >= ikey; the answer lies between
+	// the restart before it and it.
+	lo, hi := 0, it.numRestarts
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		k, ok := it.restartKey(m)
+		if !ok {
+			return false
+		}
+		if format.CompareInternal(k, ikey) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo > 0 {
+		lo--
+	}
+	if it.numRestarts == 0 {
+		it.off = it.restarts
+		return false
+	}
+	if !it.seekRestart(lo) {
+		return false
+	}
+	for format.CompareInternal(it.key, ikey) < 0 {
+		if !it.next() {
+			return false
+		}
+	}
+	return true
+}
+
+// atUserKey reports whether the current entry's user key equals ukey.
+func (it *blockIter) atUserKey(ukey []byte) bool {
+	return it.valid() && bytes.Equal(it.row.Key, ukey)
+}

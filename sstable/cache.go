@@ -1,0 +1,95 @@
+package sstable
+
+// Block cache.
+//
+// One Cache is shared by all the readers of a DB. It maps
+// (reader cache id, block offset) to the decoded (decompressed, CRC-checked)
+// bytes of a data block, and is bounded by the total length of the blocks it
+// holds. A cached block is immutable: it is never written to or reused, so
+// rows that alias it stay valid for as long as they are referenced.
+
+import (
+	"sync/atomic"
+
+	"github.com/maypok86/otter/v2"
+)
+
+type cacheKey struct {
+	id  uint64 // ReaderOptions.FileNum, or an id the cache assigned
+	off uint64 // block offset in the file
+}
+
+// Cache is a block cache with a byte budget, safe for concurrent use. A nil
+// *Cache, or one of capacity 0, caches nothing.
+type Cache struct {
+	c      *otter.Cache[cacheKey, []byte]
+	hits   atomic.Uint64
+	misses atomic.Uint64
+	size   atomic.Int64
+	nextID atomic.Uint64
+}
+
+// CacheMetrics is a snapshot of a cache's counters.
+type CacheMetrics struct {
+	Hits, Misses uint64
+	SizeBytes    int64 // bytes of blocks held
+}
+
+// NewCache returns a cache holding at most about capacityBytes of blocks.
+// A capacity <= 0 yields a cache that holds nothing but still counts misses.
+func NewCache(capacityBytes int64) *Cache {
+	c := &Cache{}
+	if capacityBytes <= 0 {
+		return c
+	}
+	c.c = otter.Must(&otter.Options[cacheKey, []byte]{
+		MaximumWeight: uint64(capacityBytes),
+		Weigher:       func(_ cacheKey, v []byte) uint32 { return uint32(len(v)) },
+		OnAtomicDeletion: func(e otter.DeletionEvent[cacheKey, []byte]) {
+			c.size.Add(-int64(len(e.Value)))
+		},
+	})
+	return c
+}
+
+// Metrics returns the cache's counters.
+func (c *Cache) Metrics() CacheMetrics {
+	if c == nil {
+		return CacheMetrics{}
+	}
+	return CacheMetrics{Hits: c.hits.Load(), Misses: c.misses.Load(), SizeBytes: c.size.Load()}
+}
+
+// newID returns an id for a reader without a file number. Assigned ids have
+// the top bit set so they never collide with file numbers.
+func (c *Cache) newID() uint64 {
+	return 1<<63 | c.nextID.Add(1)
+}
+
+func (c *Cache) get(k cacheKey) ([]byte, bool) {
+	if c == nil {
+		return nil, false
+	}
+	if c.c != nil {
+		if b, ok := c.c.GetIfPresent(k); ok {
+			c.hits.Add(1)
+			return b, true
+		}
+	}
+	c.misses.Add(1)
+	return nil, false
+}
+
+// set inserts block b (which must never be modified afterwards) and returns
+// the cached block for k: b, or a block another reader inserted first.
+func (c *Cache) set(k cacheKey, b []byte) []byte {
+	if c == nil || c.c == nil {
+		return b
+	}
+	c.size.Add(int64(len(b)))
+	v, inserted := c.c.SetIfAbsent(k, b)
+	if !inserted {
+		c.size.Add(-int64(len(b)))
+	}
+	return v
+}

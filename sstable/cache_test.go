@@ -1,0 +1,143 @@
+package sstable
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mayflydb/mayfly/format"
+)
+
+func TestCacheMetrics(t *testing.T) {
+	rows := genRows(500, 5)
+	data, props := buildTable(t, rows, WriterOptions{BlockSize: 512})
+	if props.NumDataBlocks < 10 {
+		t.Fatalf("%d blocks", props.NumDataBlocks)
+	}
+	cache := NewCache(1 << 20)
+	r := openTable(t, data, cache)
+	if m := cache.Metrics(); m != (CacheMetrics{}) {
+		t.Fatalf("Open touched the cache: %+v", m)
+	}
+	first, last := rows[0].Key, rows[len(rows)-1].Key
+	get := func(r *Reader, k []byte) {
+		t.Helper()
+		if _, found, err := r.Get(k, format.MaxSeq); !found || err != nil {
+			t.Fatalf("Get(%q): %v %v", k, found, err)
+		}
+	}
+	get(r, first)
+	m := cache.Metrics()
+	if m.Hits != 0 || m.Misses != 1 || m.SizeBytes <= 0 {
+		t.Fatalf("after one Get: %+v", m)
+	}
+	blockSize := m.SizeBytes
+	get(r, first)
+	if m = cache.Metrics(); m.Hits != 1 || m.Misses != 1 || m.SizeBytes != blockSize {
+		t.Fatalf("after a repeated Get: %+v", m)
+	}
+	get(r, last)
+	if m = cache.Metrics(); m.Hits != 1 || m.Misses != 2 || m.SizeBytes <= blockSize {
+		t.Fatalf("after a Get in another block: %+v", m)
+	}
+	// A second Reader of the same file number shares the cached blocks.
+	r2 := openTable(t, data, cache)
+	get(r2, first)
+	if m = cache.Metrics(); m.Hits != 2 || m.Misses != 2 {
+		t.Fatalf("second reader: %+v", m)
+	}
+	// A full scan misses once per block not yet cached.
+	it := r.NewIter()
+	for ok := it.First(); ok; ok = it.Next() {
+	}
+	if m = cache.Metrics(); m.Misses != props.NumDataBlocks {
+		t.Fatalf("after a scan: %+v, %d blocks", m, props.NumDataBlocks)
+	}
+	// A reader without a file number gets its own id: no sharing.
+	r3, err := Open(newMemObject(data), ReaderOptions{Cache: cache, Name: testName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get(r3, first)
+	if m = cache.Metrics(); m.Misses != props.NumDataBlocks+1 {
+		t.Fatalf("reader without file number: %+v", m)
+	}
+}
+
+func TestCacheDisabled(t *testing.T) {
+	data, _ := buildTable(t, genRows(50, 1), WriterOptions{})
+	for _, c := range []*Cache{nil, NewCache(0)} {
+		r := openTable(t, data, c)
+		for range 3 {
+			if _, found, err := r.Get(ukeyFor(3), format.MaxSeq); !found || err != nil {
+				t.Fatalf("Get: %v %v", found, err)
+			}
+		}
+		m := c.Metrics()
+		if m.Hits != 0 || m.SizeBytes != 0 {
+			t.Fatalf("disabled cache: %+v", m)
+		}
+		if c != nil && m.Misses != 3 {
+			t.Fatalf("disabled cache misses: %+v", m)
+		}
+	}
+}
+
+func TestCacheEvicts(t *testing.T) {
+	data, props := buildTable(t, genRows(2000, 2), WriterOptions{BlockSize: 1024})
+	const capacity = 16 << 10
+	cache := NewCache(capacity)
+	r := openTable(t, data, cache)
+	it := r.NewIter()
+	for ok := it.First(); ok; ok = it.Next() {
+	}
+	if props.NumDataBlocks*1024 < 4*capacity {
+		t.Fatalf("table too small: %d blocks", props.NumDataBlocks)
+	}
+	// Eviction runs asynchronously; wait for it to settle.
+	deadline := time.Now().Add(5 * time.Second)
+	for cache.Metrics().SizeBytes > capacity+4096 {
+		if time.Now().After(deadline) {
+			t.Fatalf("cache holds %d bytes, capacity %d", cache.Metrics().SizeBytes, capacity)
+		}
+		cache.c.CleanUp()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestConcurrentReaders runs iterators and Gets on one Reader at once (run
+// with -race).
+func TestConcurrentReaders(t *testing.T) {
+	rows := genRows(1000, 11)
+	data, _ := buildTable(t, rows, WriterOptions{BlockSize: 512, Compression: ZstdCompression, BloomBitsPerKey: 10})
+	r := openTable(t, data, NewCache(64<<10))
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			if g%2 == 0 {
+				it := r.NewIter()
+				defer it.Close()
+				i := 0
+				for ok := it.First(); ok; ok = it.Next() {
+					if !rowsEqual(it.Row(), &rows[i]) {
+						t.Errorf("goroutine %d row %d: %s", g, i, fmtRow(it.Row()))
+						return
+					}
+					i++
+				}
+				if i != len(rows) || it.Error() != nil {
+					t.Errorf("goroutine %d: %d rows, %v", g, i, it.Error())
+				}
+				return
+			}
+			for i := g; i < len(rows); i += 3 {
+				got, found, err := r.Get(rows[i].Key, rows[i].Seq)
+				if err != nil || !found || !rowsEqual(&got, &rows[i]) {
+					t.Errorf("Get(%q, %d) = %v %v %s", rows[i].Key, rows[i].Seq, found, err, fmtRow(&got))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -1,0 +1,175 @@
+package sstable
+
+// Block compression.
+//
+// Every block is stored as its (possibly compressed) bytes followed by a
+// 5-byte trailer; see footer.go for the trailer. The compression type byte of
+// the trailer selects the decoder:
+//
+//	0  NoCompression      the block bytes are the block
+//	1  SnappyCompression  Snappy block format (uvarint decoded length, then
+//	                      Snappy-encoded data), written with s2's
+//	                      Snappy-compatible encoder
+//	2  ZstdCompression    one zstd frame carrying its frame content size
+//
+// A writer stores a block uncompressed when compression saves less than
+// 1/8 (12.5%) of its size. A reader bounds the decoded length announced by
+// the compressed data by MaxBlockSize before it allocates anything.
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Compression selects how data blocks are compressed.
+type Compression uint8
+
+// Supported compressions. The values are stored in block trailers.
+const (
+	NoCompression     Compression = 0
+	SnappyCompression Compression = 1
+	ZstdCompression   Compression = 2
+)
+
+// String returns the name of the compression.
+func (c Compression) String() string {
+	switch c {
+	case NoCompression:
+		return "none"
+	case SnappyCompression:
+		return "snappy"
+	case ZstdCompression:
+		return "zstd"
+	}
+	return fmt.Sprintf("compression(%d)", uint8(c))
+}
+
+func (c Compression) valid() bool { return c <= ZstdCompression }
+
+// MaxBlockSize bounds the decoded size of any compressed block. A block
+// whose compressed form announces a larger size is corrupt.
+const MaxBlockSize = 64 << 20
+
+// maxSnappyRatio bounds the expansion of Snappy data (at most 64/3).
+const maxSnappyRatio = 22
+
+// The zstd encoder and decoder are shared by every writer and reader of the
+// process: EncodeAll and DecodeAll are safe for concurrent use.
+var (
+	zstdOnce sync.Once
+	zstdEnc  *zstd.Encoder
+	zstdDec  *zstd.Decoder
+	zstdErr  error
+)
+
+func zstdCodec() (*zstd.Encoder, *zstd.Decoder, error) {
+	zstdOnce.Do(func() {
+		zstdEnc, zstdErr = zstd.NewWriter(nil,
+			zstd.WithEncoderLevel(zstd.SpeedDefault),
+			zstd.WithEncoderCRC(false),   // blocks carry their own CRC-32C
+			zstd.WithSingleSegment(true), // always record the frame content size
+			zstd.WithLowerEncoderMem(true))
+		if zstdErr != nil {
+			return
+		}
+		zstdDec, zstdErr = zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(0),
+			zstd.WithDecoderMaxMemory(MaxBlockSize),
+			zstd.WithDecodeAllCapLimit(true))
+	})
+	return zstdEnc, zstdDec, zstdErr
+}
+
+// compress compresses src with c into dst[:0]. It returns the bytes to
+// store and the compression actually used (src itself and NoCompression
+// when compression does not save at least 1/8 of the size), and dst's
+// possibly grown buffer for reuse.
+func compress(dst, src []byte, c Compression) (out []byte, typ Compression, buf []byte, err error) {
+	if len(src) == 0 {
+		return src, NoCompression, dst, nil
+	}
+	switch c {
+	case SnappyCompression:
+		n := s2.MaxEncodedLen(len(src))
+		if n < 0 {
+			return src, NoCompression, dst, nil
+		}
+		if cap(dst) < n {
+			dst = make([]byte, n)
+		}
+		out = s2.EncodeSnappy(dst[:cap(dst)], src)
+	case ZstdCompression:
+		enc, _, err := zstdCodec()
+		if err != nil {
+			return nil, 0, dst, err
+		}
+		out = enc.EncodeAll(src, dst[:0])
+	default:
+		return src, NoCompression, dst, nil
+	}
+	if len(out) > len(src)-len(src)/8 {
+		return src, NoCompression, out[:0], nil
+	}
+	return out, c, out[:0], nil
+}
+
+// decompress decodes a block stored with compression typ. The result never
+// aliases src unless typ is NoCompression. Errors are corruption errors
+// naming file and the block offset.
+func decompress(typ byte, src []byte, file string, off int64) ([]byte, error) {
+	switch Compression(typ) {
+	case NoCompression:
+		return src, nil
+	case SnappyCompression:
+		n, err := s2.DecodedLen(src)
+		if err != nil {
+			return nil, corruptf(file, off, "snappy block: %v", err)
+		}
+		if n > MaxBlockSize {
+			return nil, corruptf(file, off, "snappy block decodes to %d bytes, above the %d limit", n, MaxBlockSize)
+		}
+		// No Snappy op expands more than 64 bytes out of 3 bytes in, so a
+		// larger claim is corrupt; checking it avoids allocating for it.
+		if n > maxSnappyRatio*len(src) {
+			return nil, corruptf(file, off, "snappy block of %d bytes claims %d decoded bytes", len(src), n)
+		}
+		dst := make([]byte, n)
+		out, err := s2.Decode(dst, src)
+		if err != nil {
+			return nil, corruptf(file, off, "snappy block: %v", err)
+		}
+		if len(out) != n {
+			return nil, corruptf(file, off, "snappy block decoded to %d bytes, want %d", len(out), n)
+		}
+		return out, nil
+	case ZstdCompression:
+		_, dec, err := zstdCodec()
+		if err != nil {
+			return nil, err
+		}
+		var h zstd.Header
+		if err := h.Decode(src); err != nil {
+			return nil, corruptf(file, off, "zstd block header: %v", err)
+		}
+		if h.Skippable || !h.HasFCS {
+			return nil, corruptf(file, off, "zstd block without frame content size")
+		}
+		if h.FrameContentSize > MaxBlockSize {
+			return nil, corruptf(file, off, "zstd block decodes to %d bytes, above the %d limit", h.FrameContentSize, MaxBlockSize)
+		}
+		n := int(h.FrameContentSize)
+		dst := make([]byte, 0, n)
+		out, err := dec.DecodeAll(src, dst)
+		if err != nil {
+			return nil, corruptf(file, off, "zstd block: %v", err)
+		}
+		if len(out) != n {
+			return nil, corruptf(file, off, "zstd block decoded to %d bytes, want %d", len(out), n)
+		}
+		return out, nil
+	}
+	return nil, corruptf(file, off, "unknown block compression type %d", typ)
+}

@@ -1,0 +1,236 @@
+package sstable
+
+// Two-level iterator: an index block iterator picks a data block, a data
+// block iterator walks its rows.
+//
+//	index block:  [last key of block 0 | handle 0] [last key of block 1 | handle 1] ...
+//	                         |                                 |
+//	                         v                                 v
+//	data blocks:   [row row row ... row]           [row row ... row]
+//
+// Positioning by internal key: SeekGE(ukey) looks for the internal key
+// SeekKey(ukey, MaxSeq), which sorts before every version of ukey. The
+// first index entry >= it names the only block that can hold the answer
+// (or, if that block holds no such row, the next one does).
+
+import (
+	"github.com/mayflydb/mayfly/format"
+)
+
+// Iterator walks a table's rows in internal-key order. It implements
+// format.Iterator. Row keys alias the iterator's buffers or a block and are
+// valid until the next positioning call; values alias an immutable block.
+//
+// Next on an iterator exhausted backwards moves to the first row, and Prev
+// on one exhausted forwards moves to the last row; Next and Prev on an
+// unpositioned iterator return false. An error is sticky.
+type Iterator struct {
+	r       *Reader
+	index   blockIter
+	data    blockIter
+	dataOff uint64 // offset of the block data iterates; valid if loaded
+	loaded  bool
+	pos     iterPos
+	seekKey []byte
+	err     error
+}
+
+type iterPos uint8
+
+const (
+	posNone   iterPos = iota // unpositioned
+	posValid                 // at a row
+	posBefore                // exhausted backwards
+	posAfter                 // exhausted forwards
+)
+
+var _ format.Iterator = (*Iterator)(nil)
+
+// NewIter returns an iterator over the table. It is unpositioned.
+func (r *Reader) NewIter() format.Iterator {
+	it := &Iterator{r: r}
+	r.indexIter(&it.index)
+	return it
+}
+
+func (it *Iterator) fail(err error) bool {
+	if it.err == nil {
+		it.err = err
+	}
+	it.pos = posNone
+	it.loaded = false
+	it.data = blockIter{keyBuf: it.data.keyBuf[:0]}
+	return false
+}
+
+// loadBlock points the data iterator at the block of the current index
+// entry, keeping it if it is already loaded.
+func (it *Iterator) loadBlock() bool {
+	h, err := it.r.indexHandle(&it.index)
+	if err != nil {
+		return it.fail(err)
+	}
+	if it.loaded && it.dataOff == h.offset {
+		return true
+	}
+	it.loaded = false
+	b, err := it.r.dataBlock(h)
+	if err != nil {
+		return it.fail(err)
+	}
+	if err := it.data.init(b, it.r.name, int64(h.offset), false); err != nil {
+		return it.fail(err)
+	}
+	it.loaded, it.dataOff = true, h.offset
+	return true
+}
+
+// exhausted records that the iterator ran off one end (or failed).
+func (it *Iterator) exhausted(p iterPos) bool {
+	if it.data.err != nil {
+		return it.fail(it.data.err)
+	}
+	if it.index.err != nil {
+		return it.fail(it.index.err)
+	}
+	it.pos = p
+	return false
+}
+
+// skipForward moves on to the first row of the following blocks while the
+// data iterator is exhausted.
+func (it *Iterator) skipForward() bool {
+	for !it.data.valid() {
+		if it.data.err != nil || !it.index.next() {
+			return it.exhausted(posAfter)
+		}
+		if !it.loadBlock() {
+			return false
+		}
+		it.data.first()
+	}
+	it.pos = posValid
+	return true
+}
+
+// skipBackward moves back to the last row of the preceding blocks while the
+// data iterator is exhausted.
+func (it *Iterator) skipBackward() bool {
+	for !it.data.valid() {
+		if it.data.err != nil || !it.index.prev() {
+			return it.exhausted(posBefore)
+		}
+		if !it.loadBlock() {
+			return false
+		}
+		it.data.last()
+	}
+	it.pos = posValid
+	return true
+}
+
+// First moves to the first row.
+func (it *Iterator) First() bool {
+	if it.err != nil {
+		return false
+	}
+	if !it.index.first() {
+		return it.exhausted(posAfter)
+	}
+	if !it.loadBlock() {
+		return false
+	}
+	it.data.first()
+	return it.skipForward()
+}
+
+// Last moves to the last row.
+func (it *Iterator) Last() bool {
+	if it.err != nil {
+		return false
+	}
+	if !it.index.last() {
+		return it.exhausted(posBefore)
+	}
+	if !it.loadBlock() {
+		return false
+	}
+	it.data.last()
+	return it.skipBackward()
+}
+
+// seekGEInternal moves to the first row whose internal key is >= ikey.
+func (it *Iterator) seekGEInternal(ikey []byte) bool {
+	if it.err != nil {
+		return false
+	}
+	if !it.index.seekGE(ikey) {
+		return it.exhausted(posAfter)
+	}
+	if !it.loadBlock() {
+		return false
+	}
+	it.data.seekGE(ikey)
+	return it.skipForward()
+}
+
+// SeekGE moves to the first row whose user key is >= key.
+func (it *Iterator) SeekGE(key []byte) bool {
+	it.seekKey = format.SeekKey(it.seekKey[:0], key, format.MaxSeq)
+	return it.seekGEInternal(it.seekKey)
+}
+
+// SeekLT moves to the last row whose user key is < key.
+func (it *Iterator) SeekLT(key []byte) bool {
+	if it.SeekGE(key) {
+		return it.Prev()
+	}
+	if it.err != nil {
+		return false
+	}
+	return it.Last()
+}
+
+// Next moves to the following row.
+func (it *Iterator) Next() bool {
+	switch {
+	case it.err != nil:
+		return false
+	case it.pos == posBefore:
+		return it.First()
+	case it.pos != posValid:
+		return false
+	}
+	it.data.next()
+	return it.skipForward()
+}
+
+// Prev moves to the preceding row.
+func (it *Iterator) Prev() bool {
+	switch {
+	case it.err != nil:
+		return false
+	case it.pos == posAfter:
+		return it.Last()
+	case it.pos != posValid:
+		return false
+	}
+	it.data.prev()
+	return it.skipBackward()
+}
+
+// Valid reports whether the iterator is at a row.
+func (it *Iterator) Valid() bool { return it.err == nil && it.pos == posValid }
+
+// Row returns the current row.
+func (it *Iterator) Row() *format.Row { return &it.data.row }
+
+// Error returns the first error the iterator met.
+func (it *Iterator) Error() error { return it.err }
+
+// Close releases the iterator and returns Error.
+func (it *Iterator) Close() error {
+	err := it.err
+	*it = Iterator{err: err, pos: posNone}
+	return err
+}

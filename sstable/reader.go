@@ -1,0 +1,258 @@
+package sstable
+
+// Reader: opens a table and reads its blocks.
+//
+// Open reads, from the end of the file backwards:
+//
+//	footer (64 bytes) -> properties block -> index block -> filter block
+//
+// checking every CRC. The index and the filter stay in memory for the life
+// of the Reader; data blocks are read on demand through the block cache.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"sync"
+
+	"github.com/bits-and-blooms/bloom/v3"
+	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/storage"
+)
+
+// ReaderOptions configure a Reader.
+type ReaderOptions struct {
+	// Cache holds data blocks; nil reads every block from the file.
+	Cache *Cache
+	// FileNum keys this table's blocks in Cache. Readers sharing a Cache
+	// must use distinct numbers for distinct files; 0 makes the cache assign
+	// a unique id (blocks are then not shared with other Readers).
+	FileNum uint64
+	// Name is the file's name, used in errors.
+	Name string
+}
+
+// Reader reads one table. It is safe for concurrent use.
+type Reader struct {
+	f       storage.ObjectReader
+	name    string
+	cache   *Cache
+	cacheID uint64
+	size    int64
+	footer  footer
+	props   *Properties
+	index   []byte // decoded index block
+	filter  *bloom.BloomFilter
+
+	getPool sync.Pool // *blockIter for Get
+}
+
+// Open opens a table, reading and verifying its footer, properties, index
+// and filter. On error the caller still owns f.
+func Open(f storage.ObjectReader, opts ReaderOptions) (*Reader, error) {
+	r := &Reader{f: f, name: opts.Name, cache: opts.Cache, size: f.Size()}
+	if r.cache != nil {
+		r.cacheID = opts.FileNum
+		if r.cacheID == 0 {
+			r.cacheID = r.cache.newID()
+		}
+	}
+	if r.size < FooterLen {
+		return nil, corruptf(r.name, 0, "file of %d bytes is shorter than the %d-byte footer", r.size, FooterLen)
+	}
+	var fb [FooterLen]byte
+	if err := r.readAt(fb[:], r.size-FooterLen); err != nil {
+		return nil, err
+	}
+	var err error
+	if r.footer, err = decodeFooter(fb[:], r.size, r.name); err != nil {
+		return nil, err
+	}
+	if r.props, err = r.readProperties(); err != nil {
+		return nil, err
+	}
+	if r.index, err = r.readIndex(); err != nil {
+		return nil, err
+	}
+	if r.filter, err = r.readFilter(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reader) readProperties() (*Properties, error) {
+	h := r.footer.props
+	b, err := r.readBlock(h, "properties")
+	if err != nil {
+		return nil, err
+	}
+	p, err := decodeProperties(b, r.name, int64(h.offset))
+	if err != nil {
+		return nil, err
+	}
+	p.Size = uint64(r.size)
+	return p, nil
+}
+
+func (r *Reader) readIndex() ([]byte, error) {
+	h := r.footer.index
+	b, err := r.readBlock(h, "index")
+	if err != nil {
+		return nil, err
+	}
+	var it blockIter
+	if err := it.init(b, r.name, int64(h.offset), true); err != nil {
+		return nil, err
+	}
+	if (it.numRestarts == 0) != (r.props.NumDataBlocks == 0) {
+		return nil, corruptf(r.name, int64(h.offset), "index block disagrees with %d data blocks", r.props.NumDataBlocks)
+	}
+	return b, nil
+}
+
+func (r *Reader) readFilter() (*bloom.BloomFilter, error) {
+	h := r.footer.filter
+	if h == (blockHandle{}) {
+		return nil, nil
+	}
+	b, err := r.readBlock(h, "filter")
+	if err != nil {
+		return nil, err
+	}
+	return decodeFilter(b, r.name, int64(h.offset))
+}
+
+func (r *Reader) readAt(p []byte, off int64) error {
+	n, err := r.f.ReadAt(p, off)
+	if n == len(p) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("sstable: reading %s at %d: %w", r.name, off, err)
+}
+
+// readBlock reads the block at h, verifies its trailer and returns its
+// decoded bytes, in a buffer of its own.
+func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
+	if !h.within(uint64(r.size - FooterLen)) {
+		return nil, corruptf(r.name, int64(h.offset), "%s block handle %d+%d outside the file", kind, h.offset, h.length)
+	}
+	buf := make([]byte, h.length+trailerLen)
+	if err := r.readAt(buf, int64(h.offset)); err != nil {
+		return nil, err
+	}
+	n := int(h.length)
+	typ := buf[n]
+	if got, want := binary.LittleEndian.Uint32(buf[n+1:]), crc32.Checksum(buf[:n+1], castagnoli); got != want {
+		return nil, corruptf(r.name, int64(h.offset), "%s block checksum mismatch: stored %#08x, computed %#08x", kind, got, want)
+	}
+	b, err := decompress(typ, buf[:n:n], r.name, int64(h.offset))
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// dataBlock returns the decoded data block at h, through the cache.
+func (r *Reader) dataBlock(h blockHandle) ([]byte, error) {
+	k := cacheKey{id: r.cacheID, off: h.offset}
+	if b, ok := r.cache.get(k); ok {
+		return b, nil
+	}
+	b, err := r.readBlock(h, "data")
+	if err != nil {
+		return nil, err
+	}
+	return r.cache.set(k, b), nil
+}
+
+// Properties returns the table's properties; the caller must not modify them.
+func (r *Reader) Properties() *Properties { return r.props }
+
+// MayContain reports whether the table may hold a row for ukey: false only
+// when the bloom filter rules it out. Without a filter it returns true.
+func (r *Reader) MayContain(ukey []byte) bool {
+	return r.filter == nil || r.filter.Test(ukey)
+}
+
+func (r *Reader) indexIter(it *blockIter) {
+	// The index block was checked by Open, so init cannot fail.
+	_ = it.init(r.index, r.name, int64(r.footer.index.offset), true)
+}
+
+// indexHandle decodes the handle of the index entry it is at.
+func (r *Reader) indexHandle(it *blockIter) (blockHandle, error) {
+	h, ok := decodeHandle(it.row.Value)
+	if !ok {
+		return h, corruptf(r.name, int64(r.footer.index.offset), "index entry at %d: bad block handle", it.off)
+	}
+	return h, nil
+}
+
+type getState struct {
+	index, data blockIter
+	seekKey     []byte
+}
+
+// Get returns the newest row for ukey with Seq <= seq, tombstones included;
+// found is false if there is none. The row's Key is ukey itself (the slice
+// passed in) and its Value aliases a data block, which is immutable and
+// never reused, so both may be retained.
+func (r *Reader) Get(ukey []byte, seq uint64) (row format.Row, found bool, err error) {
+	if !r.MayContain(ukey) {
+		return format.Row{}, false, nil
+	}
+	if seq > format.MaxSeq {
+		seq = format.MaxSeq
+	}
+	gs, _ := r.getPool.Get().(*getState)
+	if gs == nil {
+		gs = &getState{}
+	}
+	defer r.getPool.Put(gs)
+	gs.seekKey = format.SeekKey(gs.seekKey[:0], ukey, seq)
+	r.indexIter(&gs.index)
+	if !gs.index.seekGE(gs.seekKey) {
+		return format.Row{}, false, gs.index.err
+	}
+	for {
+		h, err := r.indexHandle(&gs.index)
+		if err != nil {
+			return format.Row{}, false, err
+		}
+		b, err := r.dataBlock(h)
+		if err != nil {
+			return format.Row{}, false, err
+		}
+		if err := gs.data.init(b, r.name, int64(h.offset), false); err != nil {
+			return format.Row{}, false, err
+		}
+		if gs.data.seekGE(gs.seekKey) {
+			break
+		}
+		if gs.data.err != nil {
+			return format.Row{}, false, gs.data.err
+		}
+		// Only a block whose last key is below the index key gets here;
+		// try the next block rather than trust the index.
+		if !gs.index.next() {
+			return format.Row{}, false, gs.index.err
+		}
+	}
+	if !bytes.Equal(gs.data.row.Key, ukey) {
+		return format.Row{}, false, nil
+	}
+	row = gs.data.row
+	row.Key = ukey
+	gs.data.row = format.Row{}
+	gs.data.data, gs.data.key = nil, nil
+	return row, true, nil
+}
+
+// Close closes the underlying object.
+func (r *Reader) Close() error { return r.f.Close() }

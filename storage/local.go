@@ -1,0 +1,461 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Local is a Storage backed by a directory of the local file system.
+//
+// A name such as "sst/000012.sst" is the file dir/sst/000012.sst;
+// subdirectories are created (mode 0700) on first use and files are created
+// with mode 0600. Durability follows the usual POSIX recipe:
+//
+//   - Create writes a temporary file "<name>.<random>.tmp" next to the
+//     final name; Commit fsyncs it, renames it into place and fsyncs the
+//     directory. Abort removes it.
+//   - PutIfAbsent writes and fsyncs a temporary file, then hard-links it to
+//     the final name (link fails with EEXIST if the name exists, which makes
+//     the creation atomic even between processes), removes the temporary
+//     name and fsyncs the directory.
+//   - CreateLog creates the file exclusively and fsyncs the directory, so
+//     the log's existence is durable once CreateLog returns; its contents
+//     are durable after LogWriter.Sync.
+//   - Remove fsyncs the directory, so a removal is durable when it returns.
+//
+// Temporary files left behind by a crash are ignored by List; the engine
+// may delete them with RemoveTemps.
+type Local struct {
+	dir string
+
+	// madeDirs caches the subdirectories known to exist (and to be
+	// durable in their parents), keyed by slash-separated relative path.
+	madeDirs sync.Map
+}
+
+var _ Storage = (*Local)(nil)
+
+// NewLocal returns a Local storing its files under dir, creating dir (mode
+// 0700) if it does not exist.
+func NewLocal(dir string) (*Local, error) {
+	if dir == "" {
+		return nil, errors.New("mayfly/storage: empty directory name")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("mayfly/storage: create directory %s: %w", dir, err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("mayfly/storage: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("mayfly/storage: %s is not a directory", dir)
+	}
+	return &Local{dir: dir}, nil
+}
+
+// Dir returns the directory the storage lives in.
+func (l *Local) Dir() string { return l.dir }
+
+func (l *Local) path(name string) string {
+	return filepath.Join(l.dir, filepath.FromSlash(name))
+}
+
+// ensureParent makes sure the directory holding name exists, creating
+// missing directories and fsyncing each parent whose entries changed.
+func (l *Local) ensureParent(name string) error {
+	rel := path.Dir(name)
+	if rel == "." {
+		return nil
+	}
+	if _, ok := l.madeDirs.Load(rel); ok {
+		return nil
+	}
+	// Walk down from the top so that each new directory is made durable in
+	// its parent before anything goes into it.
+	elems := strings.Split(rel, "/")
+	for i := range elems {
+		sub := strings.Join(elems[:i+1], "/")
+		if _, ok := l.madeDirs.Load(sub); ok {
+			continue
+		}
+		p := l.path(sub)
+		err := os.Mkdir(p, 0o700)
+		switch {
+		case err == nil:
+			if err := syncDir(filepath.Dir(p)); err != nil {
+				return err
+			}
+		case errors.Is(err, fs.ErrExist):
+			fi, serr := os.Stat(p)
+			if serr != nil {
+				return fmt.Errorf("mayfly/storage: %w", serr)
+			}
+			if !fi.IsDir() {
+				return fmt.Errorf("mayfly/storage: %s exists and is not a directory", p)
+			}
+		default:
+			return fmt.Errorf("mayfly/storage: create directory: %w", err)
+		}
+		l.madeDirs.Store(sub, struct{}{})
+	}
+	return nil
+}
+
+// syncDir fsyncs a directory so that changes to its entries are durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("mayfly/storage: sync directory: %w", err)
+	}
+	serr := d.Sync()
+	cerr := d.Close()
+	if serr != nil {
+		return fmt.Errorf("mayfly/storage: sync directory %s: %w", dir, serr)
+	}
+	if cerr != nil {
+		return fmt.Errorf("mayfly/storage: close directory %s: %w", dir, cerr)
+	}
+	return nil
+}
+
+// createTemp creates the temporary file for name in name's directory.
+func (l *Local) createTemp(name string) (*os.File, error) {
+	if err := l.ensureParent(name); err != nil {
+		return nil, err
+	}
+	p := l.path(name)
+	// CreateTemp opens with O_EXCL and mode 0600.
+	f, err := os.CreateTemp(filepath.Dir(p), filepath.Base(p)+".*"+tempSuffix)
+	if err != nil {
+		return nil, fmt.Errorf("mayfly/storage: create temporary file for %s: %w", p, err)
+	}
+	return f, nil
+}
+
+// Create implements Storage.
+func (l *Local) Create(name string) (ObjectWriter, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	f, err := l.createTemp(name)
+	if err != nil {
+		return nil, err
+	}
+	return &localObjectWriter{f: f, final: l.path(name)}, nil
+}
+
+type localObjectWriter struct {
+	f     *os.File
+	final string
+	done  bool
+	err   error // first write error; Commit refuses after one
+}
+
+func (w *localObjectWriter) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, fmt.Errorf("mayfly/storage: write to %s after Commit or Abort", w.final)
+	}
+	if w.err != nil {
+		return 0, w.err
+	}
+	n, err := w.f.Write(p)
+	if err != nil {
+		w.err = fmt.Errorf("mayfly/storage: write %s: %w", w.f.Name(), err)
+		return n, w.err
+	}
+	return n, nil
+}
+
+func (w *localObjectWriter) Commit() error {
+	if w.done {
+		return fmt.Errorf("mayfly/storage: Commit of %s after Commit or Abort", w.final)
+	}
+	w.done = true
+	tmp := w.f.Name()
+	fail := func(err error) error {
+		w.f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if w.err != nil {
+		return fail(w.err)
+	}
+	if err := w.f.Sync(); err != nil {
+		return fail(fmt.Errorf("mayfly/storage: sync %s: %w", tmp, err))
+	}
+	if err := w.f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("mayfly/storage: close %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, w.final); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("mayfly/storage: publish %s: %w", w.final, err)
+	}
+	return syncDir(filepath.Dir(w.final))
+}
+
+func (w *localObjectWriter) Abort() error {
+	if w.done {
+		return nil
+	}
+	w.done = true
+	tmp := w.f.Name()
+	w.f.Close()
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("mayfly/storage: abort %s: %w", w.final, err)
+	}
+	return nil
+}
+
+// Open implements Storage.
+func (l *Local) Open(name string) (ObjectReader, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	p := l.path(name)
+	f, err := os.Open(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("mayfly/storage: open %s: %w (%w)", p, ErrNotExist, err)
+		}
+		return nil, fmt.Errorf("mayfly/storage: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("mayfly/storage: %w", err)
+	}
+	if fi.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("mayfly/storage: open %s: is a directory: %w", p, ErrNotExist)
+	}
+	return &localReader{f: f, size: fi.Size()}, nil
+}
+
+type localReader struct {
+	f    *os.File
+	size int64
+}
+
+func (r *localReader) ReadAt(p []byte, off int64) (int, error) { return r.f.ReadAt(p, off) }
+func (r *localReader) Size() int64                             { return r.size }
+func (r *localReader) Close() error                            { return r.f.Close() }
+
+// PutIfAbsent implements Storage.
+func (l *Local) PutIfAbsent(name string, data []byte) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	final := l.path(name)
+	// A cheap early answer; the link below is what decides races.
+	if _, err := os.Lstat(final); err == nil {
+		return fmt.Errorf("mayfly/storage: put %s: %w", final, ErrExists)
+	}
+	f, err := l.createTemp(name)
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // after a successful link this only drops the temporary name
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("mayfly/storage: write %s: %w", tmp, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("mayfly/storage: sync %s: %w", tmp, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("mayfly/storage: close %s: %w", tmp, err)
+	}
+	if err := os.Link(tmp, final); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("mayfly/storage: put %s: %w", final, ErrExists)
+		}
+		return fmt.Errorf("mayfly/storage: publish %s: %w", final, err)
+	}
+	if err := os.Remove(tmp); err != nil {
+		return fmt.Errorf("mayfly/storage: remove %s: %w", tmp, err)
+	}
+	return syncDir(filepath.Dir(final))
+}
+
+// List implements Storage. Temporary files are skipped.
+func (l *Local) List(dir string) ([]string, error) {
+	if err := checkPath(dir); err != nil {
+		return nil, err
+	}
+	root := l.path(dir)
+	var names []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
+			return err
+		}
+		if d.IsDir() || strings.HasSuffix(p, tempSuffix) {
+			return nil
+		}
+		rel, err := filepath.Rel(l.dir, p)
+		if err != nil {
+			return err
+		}
+		names = append(names, filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mayfly/storage: list %s: %w", root, err)
+	}
+	if len(names) == 1 && names[0] == dir {
+		// dir names a file, not a directory: nothing is under dir + "/".
+		return nil, nil
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Remove implements Storage. The removal is durable when Remove returns.
+func (l *Local) Remove(name string) error {
+	if err := checkName(name); err != nil {
+		return err
+	}
+	p := l.path(name)
+	if err := os.Remove(p); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("mayfly/storage: remove: %w", err)
+	}
+	return syncDir(filepath.Dir(p))
+}
+
+// RemoveTemps deletes the temporary files a crash left in the directories
+// holding dir's names (dir as for List). Call it only while holding the
+// exclusive lock, when no Create or PutIfAbsent is in flight.
+func (l *Local) RemoveTemps(dir string) error {
+	if err := checkPath(dir); err != nil {
+		return err
+	}
+	root := l.path(dir)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == root && errors.Is(err, fs.ErrNotExist) {
+				return fs.SkipAll
+			}
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(p, tempSuffix) {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("mayfly/storage: remove temporary files under %s: %w", root, err)
+	}
+	return nil
+}
+
+// CreateLog implements Storage. It fails with an error wrapping ErrExists if
+// name exists.
+func (l *Local) CreateLog(name string) (LogWriter, error) {
+	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	if err := l.ensureParent(name); err != nil {
+		return nil, err
+	}
+	p := l.path(name)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("mayfly/storage: create log %s: %w", p, ErrExists)
+		}
+		return nil, fmt.Errorf("mayfly/storage: create log: %w", err)
+	}
+	if err := syncDir(filepath.Dir(p)); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &localLog{f: f}, nil
+}
+
+type localLog struct {
+	f *os.File
+}
+
+func (w *localLog) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil {
+		return n, fmt.Errorf("mayfly/storage: append: %w", err)
+	}
+	return n, nil
+}
+
+func (w *localLog) Sync() error {
+	if err := syncData(w.f); err != nil {
+		return fmt.Errorf("mayfly/storage: sync %s: %w", w.f.Name(), err)
+	}
+	return nil
+}
+
+func (w *localLog) Close() error {
+	if err := w.f.Close(); err != nil {
+		return fmt.Errorf("mayfly/storage: %w", err)
+	}
+	return nil
+}
+
+// Lock implements Storage with flock(2) on the file LOCK in the directory.
+// flock locks belong to open file descriptions, so two Locks in the same
+// process conflict just as two processes do.
+func (l *Local) Lock(exclusive bool) (io.Closer, error) {
+	p := filepath.Join(l.dir, lockName)
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("mayfly/storage: open lock file: %w", err)
+	}
+	if err := flock(f, exclusive); err != nil {
+		f.Close()
+		if errors.Is(err, errWouldBlock) {
+			return nil, fmt.Errorf("mayfly/storage: lock %s: %w", l.dir, ErrLocked)
+		}
+		return nil, fmt.Errorf("mayfly/storage: lock %s: %w", p, err)
+	}
+	return &localLock{f: f}, nil
+}
+
+type localLock struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+// Close releases the lock; closing the file drops the flock.
+func (k *localLock) Close() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.f == nil {
+		return nil
+	}
+	err := k.f.Close()
+	k.f = nil
+	if err != nil {
+		return fmt.Errorf("mayfly/storage: release lock: %w", err)
+	}
+	return nil
+}
+
+// Close implements Storage. Local holds no resources of its own (readers,
+// writers and locks are released by their own Close), so this is a no-op.
+func (l *Local) Close() error { return nil }

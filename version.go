@@ -1,0 +1,162 @@
+package mayfly
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/manifest"
+	"github.com/mayflydb/mayfly/sstable"
+)
+
+// tableFile is a live SSTable: its manifest entry and an open reader. It is
+// reference-counted by the versions that list it; when the last one lets go
+// the reader closes, and the file is deleted if no version will ever list it
+// again (obsolete).
+type tableFile struct {
+	db       *DB
+	meta     *manifest.FileMeta
+	reader   *sstable.Reader
+	refs     atomic.Int32
+	obsolete atomic.Bool
+	// smallestKey and largestKey are the user keys of meta.Smallest/Largest.
+	smallestKey, largestKey []byte
+}
+
+func (t *tableFile) ref() { t.refs.Add(1) }
+
+func (t *tableFile) unref() {
+	if t.refs.Add(-1) != 0 {
+		return
+	}
+	t.reader.Close()
+	if t.obsolete.Load() {
+		t.db.deleteObsoleteTable(t.meta.Num)
+	}
+}
+
+func (t *tableFile) overlaps(lo, hi []byte) bool {
+	return (hi == nil || bytes.Compare(t.smallestKey, hi) <= 0) &&
+		(lo == nil || bytes.Compare(t.largestKey, lo) >= 0)
+}
+
+func newTableFile(db *DB, meta *manifest.FileMeta, r *sstable.Reader) (*tableFile, error) {
+	t := &tableFile{db: db, meta: meta, reader: r}
+	var ok bool
+	if t.smallestKey, _, _, ok = format.SplitInternalKey(meta.Smallest); !ok {
+		return nil, fmt.Errorf("%w: manifest entry for table %d has a bad smallest key", ErrCorruption, meta.Num)
+	}
+	if t.largestKey, _, _, ok = format.SplitInternalKey(meta.Largest); !ok {
+		return nil, fmt.Errorf("%w: manifest entry for table %d has a bad largest key", ErrCorruption, meta.Num)
+	}
+	return t, nil
+}
+
+// version is an immutable set of live tables per level. Level 0 is ordered
+// newest first (by largest sequence number); other levels are sorted by key
+// and do not overlap. A version holds a reference on each of its tables and
+// is itself reference-counted by readers.
+type version struct {
+	levels [manifest.NumLevels][]*tableFile
+	refs   atomic.Int32
+}
+
+func newVersion(levels [manifest.NumLevels][]*tableFile) *version {
+	v := &version{levels: levels}
+	slices.SortFunc(v.levels[0], func(a, b *tableFile) int {
+		switch {
+		case a.meta.LargestSeq > b.meta.LargestSeq:
+			return -1
+		case a.meta.LargestSeq < b.meta.LargestSeq:
+			return 1
+		}
+		return 0
+	})
+	for l := 1; l < manifest.NumLevels; l++ {
+		slices.SortFunc(v.levels[l], func(a, b *tableFile) int { return bytes.Compare(a.smallestKey, b.smallestKey) })
+	}
+	for _, lvl := range v.levels {
+		for _, t := range lvl {
+			t.ref()
+		}
+	}
+	v.refs.Store(1)
+	return v
+}
+
+func (v *version) ref() { v.refs.Add(1) }
+
+func (v *version) unref() {
+	if v.refs.Add(-1) != 0 {
+		return
+	}
+	for _, lvl := range v.levels {
+		for _, t := range lvl {
+			t.unref()
+		}
+	}
+}
+
+// files returns every table of the version.
+func (v *version) files() []*tableFile {
+	var out []*tableFile
+	for _, lvl := range v.levels {
+		out = append(out, lvl...)
+	}
+	return out
+}
+
+// state converts the version to a manifest state (levels only).
+func (v *version) metas() [manifest.NumLevels][]*manifest.FileMeta {
+	var out [manifest.NumLevels][]*manifest.FileMeta
+	for l, lvl := range v.levels {
+		for _, t := range lvl {
+			out[l] = append(out[l], t.meta)
+		}
+	}
+	return out
+}
+
+// findInLevel returns the table of sorted level l that may hold ukey.
+func (v *version) findInLevel(l int, ukey []byte) *tableFile {
+	files := v.levels[l]
+	i, _ := slices.BinarySearchFunc(files, ukey, func(t *tableFile, k []byte) int {
+		return bytes.Compare(t.largestKey, k)
+	})
+	if i < len(files) && bytes.Compare(files[i].smallestKey, ukey) <= 0 {
+		return files[i]
+	}
+	return nil
+}
+
+// versionEdit describes the difference between two versions.
+type versionEdit struct {
+	added   []addedTable
+	deleted map[uint64]bool
+	// minLogNum, when non-zero, records that WAL segments below it are
+	// fully flushed.
+	minLogNum uint64
+}
+
+type addedTable struct {
+	level int
+	table *tableFile
+}
+
+// apply returns the levels of v with e applied.
+func (e *versionEdit) apply(v *version) [manifest.NumLevels][]*tableFile {
+	var levels [manifest.NumLevels][]*tableFile
+	for l, lvl := range v.levels {
+		for _, t := range lvl {
+			if !e.deleted[t.meta.Num] {
+				levels[l] = append(levels[l], t)
+			}
+		}
+	}
+	for _, a := range e.added {
+		levels[a.level] = append(levels[a.level], a.table)
+	}
+	return levels
+}

@@ -1,0 +1,354 @@
+// Package wal reads and writes Mayfly's write-ahead log segments.
+//
+// A segment is one storage log (the engine names it, e.g. "wal/000007.wal").
+// It starts with a fixed header and continues with records until the end of
+// the file or an end marker. All integers are little-endian.
+//
+// Segment header (HeaderSize = 24 bytes):
+//
+//	 0        8           12                    20          24
+//	+---------+-----------+---------------------+-----------+
+//	| magic   | version   | segment number      | crc32c    |
+//	| 8 bytes | u32 (= 1) | u64                 | u32       |
+//	+---------+-----------+---------------------+-----------+
+//	                                 crc32c covers bytes 0..20
+//
+// Record (RecordHeaderSize = 9 bytes, then the payload):
+//
+//	 0          4          8        9
+//	+----------+----------+--------+-------------------------+
+//	| crc32c   | length   | type   | payload (length bytes)  |
+//	| u32      | u32      | u8     |                         |
+//	+----------+----------+--------+-------------------------+
+//	           \____________ crc32c covers these ____________/
+//
+// crc32c is CRC-32 with the Castagnoli polynomial. The only record type is
+// 1 (a full record: the payload is one engine batch). length is at most
+// MaxRecordSize.
+//
+// End of segment: a record header of nine zero bytes (or fewer than nine
+// zero bytes at the end of the file) marks the end of the records, so that
+// a segment may later be preallocated with zeros. No real record has an
+// all-zero header, because its type byte is never zero. Every byte after an
+// end marker must also be zero.
+//
+// A segment whose header is all zero, or which is shorter than a header, is
+// treated like a torn write at offset 0 (a crash right after the segment
+// was created).
+//
+// # Torn writes
+//
+// A crash can leave the last records of the newest segment partly written.
+// Replay stops at the first record that is truncated, fails its CRC, or
+// announces an impossible length, and reports where (TornOffset) instead of
+// failing; the caller decides whether that is an acceptable torn tail (the
+// newest segment) or corruption (an older, fully synced segment), using
+// ReplayResult.TornError for the latter. A record whose CRC is valid but
+// whose type is unknown cannot come from a torn write and is reported as
+// corruption directly.
+package wal
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+
+	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/storage"
+)
+
+// Magic opens every segment: "MFLYWAL" followed by 0x1a.
+const Magic uint64 = 0x1a4c4157594c464d
+
+// Version is the segment format version this package writes and reads.
+const Version uint32 = 1
+
+// HeaderSize is the size of the segment header.
+const HeaderSize = 24
+
+// RecordHeaderSize is the size of a record header.
+const RecordHeaderSize = 9
+
+// MaxRecordSize is the largest payload a record may carry.
+const MaxRecordSize = 256 << 20
+
+// RecordTypeFull marks a record whose payload is complete in itself.
+const RecordTypeFull uint8 = 1
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// AppendHeader appends the segment header for segment segNum to dst.
+func AppendHeader(dst []byte, segNum uint64) []byte {
+	start := len(dst)
+	dst = binary.LittleEndian.AppendUint64(dst, Magic)
+	dst = binary.LittleEndian.AppendUint32(dst, Version)
+	dst = binary.LittleEndian.AppendUint64(dst, segNum)
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], crcTable))
+}
+
+// AppendRecord appends the encoding of one full record carrying payload to
+// dst and returns the extended slice. It panics if payload is longer than
+// MaxRecordSize; callers bound batch sizes before they get here.
+func AppendRecord(dst, payload []byte) []byte {
+	if len(payload) > MaxRecordSize {
+		panic(fmt.Sprintf("wal: record of %d bytes exceeds MaxRecordSize", len(payload)))
+	}
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0) // crc, filled in below
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(payload)))
+	dst = append(dst, RecordTypeFull)
+	dst = append(dst, payload...)
+	crc := crc32.Checksum(dst[start+4:], crcTable)
+	binary.LittleEndian.PutUint32(dst[start:], crc)
+	return dst
+}
+
+// RecordLen returns the encoded size of a record carrying n payload bytes.
+func RecordLen(n int) int { return RecordHeaderSize + n }
+
+// Writer appends records to one segment. It is not safe for concurrent use;
+// the engine serializes writes (group commit builds one buffer of records).
+type Writer struct {
+	lw   storage.LogWriter
+	size int64
+	err  error // sticky: after a failed write the segment's tail is unknown
+}
+
+// NewWriter writes the header of segment segNum to lw, a freshly created
+// log, and returns a Writer appending to it. The header is not synced until
+// the first Sync.
+func NewWriter(lw storage.LogWriter, segNum uint64) (*Writer, error) {
+	w := &Writer{lw: lw}
+	if err := w.write(AppendHeader(make([]byte, 0, HeaderSize), segNum)); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *Writer) write(p []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	n, err := w.lw.Write(p)
+	w.size += int64(n)
+	if err == nil && n != len(p) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		w.err = fmt.Errorf("wal: write failed, segment is no longer writable: %w", err)
+		return w.err
+	}
+	return nil
+}
+
+// Write appends already-encoded records (one or more AppendRecord outputs,
+// concatenated) in a single write. After a failed Write or Sync every later
+// call fails: the caller must start a new segment.
+func (w *Writer) Write(records []byte) error {
+	return w.write(records)
+}
+
+// Sync makes every record written so far durable.
+func (w *Writer) Sync() error {
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.lw.Sync(); err != nil {
+		// After a failed fsync the kernel may have dropped the dirty pages;
+		// nothing written to this segment can be trusted to be durable.
+		w.err = fmt.Errorf("wal: sync failed, segment is no longer writable: %w", err)
+		return w.err
+	}
+	return nil
+}
+
+// Size returns the number of bytes written to the segment, header included.
+func (w *Writer) Size() int64 { return w.size }
+
+// Close closes the underlying log without syncing it.
+func (w *Writer) Close() error {
+	if w.err == nil {
+		w.err = errors.New("wal: writer is closed")
+	}
+	return w.lw.Close()
+}
+
+// ReplayResult describes what Replay read.
+type ReplayResult struct {
+	// Records is the number of intact records passed to fn.
+	Records int
+	// ValidBytes is the offset just past the last intact record (or past the
+	// header when there are none; 0 if the header itself is missing).
+	ValidBytes int64
+	// FileSize is the size of the segment as read.
+	FileSize int64
+	// TornOffset is the offset of the first record that could not be read,
+	// or -1 if the segment ended cleanly.
+	TornOffset int64
+	// TornReason says what was wrong at TornOffset.
+	TornReason string
+}
+
+// Torn reports whether replay stopped at a damaged or incomplete record.
+func (r ReplayResult) Torn() bool { return r.TornOffset >= 0 }
+
+// TornError returns a corruption error naming segment name and TornOffset,
+// or nil if the segment ended cleanly. Use it when a torn tail is not
+// acceptable, i.e. for every segment but the newest.
+func (r ReplayResult) TornError(name string) error {
+	if r.TornOffset < 0 {
+		return nil
+	}
+	return format.Corruptf(name, r.TornOffset, "torn or damaged WAL record (%d bytes of %d valid): %s",
+		r.ValidBytes, r.FileSize, r.TornReason)
+}
+
+// readChunk is the read-ahead size used by Replay.
+const readChunk = 256 << 10
+
+// Replay reads segment name from s, checks that its header names segment
+// wantSegNum, and calls fn with the payload of each intact record in order.
+// The payload aliases a buffer that is valid only during the call.
+//
+// A bad header returns a corruption error at offset 0, except that a
+// segment shorter than the header, or with an all-zero header, yields zero
+// records with TornOffset 0. A torn or damaged record stops the replay and
+// is reported in the result with a nil error (see the package
+// documentation). An error returned by fn stops the replay and is returned
+// as is, with the result so far.
+func Replay(s storage.Storage, name string, wantSegNum uint64, fn func(payload []byte) error) (ReplayResult, error) {
+	res := ReplayResult{TornOffset: -1}
+	r, err := s.Open(name)
+	if err != nil {
+		return res, err
+	}
+	defer r.Close()
+	size := r.Size()
+	res.FileSize = size
+	br := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), readChunk)
+
+	torn := func(off int64, format string, args ...any) (ReplayResult, error) {
+		res.TornOffset = off
+		res.TornReason = fmt.Sprintf(format, args...)
+		return res, nil
+	}
+
+	if size < HeaderSize {
+		return torn(0, "segment of %d bytes is shorter than its %d-byte header", size, HeaderSize)
+	}
+	var hdr [HeaderSize]byte
+	if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		return res, fmt.Errorf("wal: read header of %s: %w", name, err)
+	}
+	if allZero(hdr[:]) {
+		return torn(0, "segment header is all zero")
+	}
+	if m := binary.LittleEndian.Uint64(hdr[0:]); m != Magic {
+		return res, format.Corruptf(name, 0, "bad WAL magic %#016x", m)
+	}
+	if got, want := binary.LittleEndian.Uint32(hdr[20:]), crc32.Checksum(hdr[:20], crcTable); got != want {
+		return res, format.Corruptf(name, 0, "WAL header checksum %#08x, computed %#08x", got, want)
+	}
+	if v := binary.LittleEndian.Uint32(hdr[8:]); v != Version {
+		return res, format.Corruptf(name, 0, "unsupported WAL version %d", v)
+	}
+	if n := binary.LittleEndian.Uint64(hdr[12:]); n != wantSegNum {
+		return res, format.Corruptf(name, 0, "WAL header names segment %d, expected %d", n, wantSegNum)
+	}
+
+	off := int64(HeaderSize)
+	res.ValidBytes = off
+	var rh [RecordHeaderSize]byte
+	var payload []byte
+	for off < size {
+		remain := size - off
+		if remain < RecordHeaderSize {
+			n, err := io.ReadFull(br, rh[:remain])
+			if err != nil {
+				return res, fmt.Errorf("wal: read %s at offset %d: %w", name, off, err)
+			}
+			if allZero(rh[:n]) {
+				return res, nil // zero padding shorter than a header
+			}
+			return torn(off, "truncated record header (%d of %d bytes)", remain, RecordHeaderSize)
+		}
+		if _, err := io.ReadFull(br, rh[:]); err != nil {
+			return res, fmt.Errorf("wal: read %s at offset %d: %w", name, off, err)
+		}
+		if allZero(rh[:]) {
+			// End marker: the rest must be zero padding.
+			nz, err := firstNonZero(br, off+RecordHeaderSize)
+			if err != nil {
+				return res, fmt.Errorf("wal: read %s: %w", name, err)
+			}
+			if nz >= 0 {
+				return torn(off, "end marker at offset %d followed by non-zero data at offset %d", off, nz)
+			}
+			return res, nil
+		}
+		crc := binary.LittleEndian.Uint32(rh[0:])
+		length := binary.LittleEndian.Uint32(rh[4:])
+		typ := rh[8]
+		if length > MaxRecordSize {
+			return torn(off, "record length %d exceeds the maximum %d", length, MaxRecordSize)
+		}
+		if int64(length) > remain-RecordHeaderSize {
+			return torn(off, "record of %d bytes truncated: only %d bytes remain", length, remain-RecordHeaderSize)
+		}
+		if cap(payload) < int(length) {
+			payload = make([]byte, length)
+		}
+		payload = payload[:length]
+		if _, err := io.ReadFull(br, payload); err != nil {
+			return res, fmt.Errorf("wal: read %s at offset %d: %w", name, off, err)
+		}
+		sum := crc32.Update(crc32.Checksum(rh[4:], crcTable), crcTable, payload)
+		if sum != crc {
+			return torn(off, "record checksum %#08x, computed %#08x", crc, sum)
+		}
+		if typ != RecordTypeFull {
+			return res, format.Corruptf(name, off, "record with valid checksum has unknown type %d", typ)
+		}
+		if err := fn(payload); err != nil {
+			return res, err
+		}
+		off += RecordHeaderSize + int64(length)
+		res.Records++
+		res.ValidBytes = off
+	}
+	return res, nil
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// firstNonZero reads br to the end and returns the offset of its first
+// non-zero byte (start is the offset of br's next byte), or -1.
+func firstNonZero(br *bufio.Reader, start int64) (int64, error) {
+	off := start
+	for {
+		b, err := br.Peek(readChunk)
+		for i, c := range b {
+			if c != 0 {
+				return off + int64(i), nil
+			}
+		}
+		off += int64(len(b))
+		br.Discard(len(b))
+		if err == io.EOF {
+			return -1, nil
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return -1, err
+		}
+	}
+}
