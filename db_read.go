@@ -2,6 +2,7 @@ package mayfly
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/mayflydb/mayfly/format"
@@ -15,8 +16,8 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 }
 
 // TTL reports how long key has left to live. For a live key with a deadline
-// it returns the time remaining (zero at the deadline's own millisecond) and
-// expires == true; for a live key without one, expires == false. A missing,
+// it returns the time remaining (zero at the deadline's own millisecond;
+// saturated at the largest Duration, about 292 years) and expires == true; for a live key without one, expires == false. A missing,
 // deleted or expired key returns ErrNotFound.
 func (db *DB) TTL(key []byte) (remaining time.Duration, expires bool, err error) {
 	seq := db.visibleSeq.Load()
@@ -39,7 +40,11 @@ func (db *DB) ttlAt(key []byte, seq uint64, now int64) (time.Duration, bool, err
 	if !r.HasExpiry() {
 		return 0, false, nil
 	}
-	return time.Duration(r.ExpireTS-now) * time.Millisecond, true, nil
+	left := r.ExpireTS - now
+	if left > int64(math.MaxInt64/time.Millisecond) {
+		return time.Duration(math.MaxInt64), true, nil // saturate: ~292 years
+	}
+	return time.Duration(left) * time.Millisecond, true, nil
 }
 
 // lookup finds the newest version of key visible at seq and returns it if it

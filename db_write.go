@@ -201,7 +201,8 @@ func (db *DB) rotateMemtable() error {
 		db.setBackgroundError(fmt.Errorf("WAL sync at rotation: %w", err))
 		return err
 	}
-	w, num, err := db.newLogSegment()
+	num := db.allocFileNum()
+	w, err := db.createLogSegment(num)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ const (
 	// MaxKeySize is the largest key accepted, in bytes.
 	MaxKeySize = 64 << 10
 	// MaxValueSize is the largest value accepted, in bytes.
-	MaxValueSize = 64 << 20
+	MaxValueSize = 32 << 20
 	// MaxBatchSize is the largest encoded batch accepted, in bytes.
 	MaxBatchSize = 128 << 20
 )
@@ -91,9 +91,10 @@ type Options struct {
 type WriteOptions struct {
 	// Sync makes the write durable (the WAL is fsynced) before the call
 	// returns. Concurrent synced writers share one fsync (group commit).
-	// Default false: the write survives a process crash once it returns only
-	// if the operating system does not crash before its next WAL sync, a
-	// memtable flush or Close.
+	// Default false: the write has been handed to the operating system when
+	// the call returns, so it survives a crash of the process but not of the
+	// machine, until a later synced write, a memtable rotation or Close
+	// syncs the WAL.
 	Sync bool
 }
 

@@ -3,6 +3,7 @@ package mayfly
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -70,22 +71,15 @@ func (db *DB) recover() error {
 	}
 	db.current = newVersion(levels)
 
-	logs, err := db.store.List("wal")
+	if err := db.scanFileNumbers(); err != nil {
+		return err
+	}
+	segs, err := db.logSegments(st.MinLogNum)
 	if err != nil {
 		return err
 	}
-	var segs []uint64
-	for _, name := range logs {
-		n, ok := parseNum(name, "wal", ".wal")
-		if !ok {
-			continue
-		}
-		if n >= db.nextFileNum {
-			db.nextFileNum = n + 1
-		}
-		if n >= st.MinLogNum {
-			segs = append(segs, n)
-		}
+	if !db.opts.ReadOnly {
+		db.removeOrphanTables()
 	}
 	mem := memtable.New(0)
 	var recovered []*memtable.Memtable
@@ -145,20 +139,83 @@ func (db *DB) recover() error {
 			edit.added = append(edit.added, addedTable{level: 0, table: t})
 		}
 	}
-	w, num, err := db.newLogSegment()
-	if err != nil {
-		return err
-	}
-	db.logWriter, db.logNum, db.mem = w, num, memtable.New(num)
+	// Record that the replayed segments are obsolete before creating the
+	// next one: a crash in between must not leave a torn old segment
+	// followed by a newer one.
+	num = db.allocFileNum()
 	edit.minLogNum = num
 	if err := db.logAndApply(&edit); err != nil {
+		db.discardTables(tablesOf(edit.added))
 		return err
 	}
 	for _, seg := range segs {
 		db.removeQuietly(logName(seg))
 	}
-	db.removeOrphanTables()
+	w, err := db.createLogSegment(num)
+	if err != nil {
+		return err
+	}
+	db.logWriter, db.logNum, db.mem = w, num, memtable.New(num)
 	return nil
+}
+
+func tablesOf(added []addedTable) []*tableFile {
+	out := make([]*tableFile, len(added))
+	for i, a := range added {
+		out[i] = a.table
+	}
+	return out
+}
+
+// scanFileNumbers raises nextFileNum and manifestNum past every file
+// present, so that no number is ever reused — not even the number of a
+// leftover table or an unreadable manifest version.
+func (db *DB) scanFileNumbers() error {
+	for _, dir := range []struct{ name, ext string }{{"wal", ".wal"}, {"sst", ".sst"}} {
+		names, err := db.store.List(dir.name)
+		if err != nil {
+			return err
+		}
+		for _, name := range names {
+			if n, ok := parseNum(name, dir.name, dir.ext); ok && n >= db.nextFileNum {
+				db.nextFileNum = n + 1
+			}
+		}
+	}
+	names, err := db.store.List(manifest.Dir)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if v, ok := manifest.ParseVersionName(name); ok && v > db.manifestNum {
+			db.manifestNum = v
+		}
+	}
+	if t, ok := db.store.(interface{ RemoveTemps(dir string) error }); ok && !db.opts.ReadOnly {
+		for _, dir := range []string{"sst", "wal", manifest.Dir} {
+			if err := t.RemoveTemps(dir); err != nil {
+				db.log.Warn("mayfly: removing temporary files", "dir", dir, "err", err)
+			}
+		}
+	}
+	return nil
+}
+
+// logSegments returns the numbers of the WAL segments at or above minLog,
+// in numeric order.
+func (db *DB) logSegments(minLog uint64) ([]uint64, error) {
+	names, err := db.store.List("wal")
+	if err != nil {
+		return nil, err
+	}
+	var segs []uint64
+	for _, name := range names {
+		if n, ok := parseNum(name, "wal", ".wal"); ok && n >= minLog {
+			segs = append(segs, n)
+		}
+	}
+	slices.Sort(segs)
+	return segs, nil
 }
 
 // openTable opens the reader for a manifest entry.
@@ -180,20 +237,19 @@ func (db *DB) openTable(m *manifest.FileMeta) (*tableFile, error) {
 	return t, nil
 }
 
-// newLogSegment creates a new WAL segment under a fresh file number.
-func (db *DB) newLogSegment() (*wal.Writer, uint64, error) {
-	num := db.allocFileNum()
+// createLogSegment creates WAL segment num.
+func (db *DB) createLogSegment(num uint64) (*wal.Writer, error) {
 	lw, err := db.store.CreateLog(logName(num))
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	w, err := wal.NewWriter(lw, num)
 	if err != nil {
 		lw.Close()
-		return nil, 0, err
+		return nil, err
 	}
 	db.metrics.walSegmentsCreated.Add(1)
-	return w, num, nil
+	return w, nil
 }
 
 // removeOrphanTables deletes SSTables no version lists: leftovers of a

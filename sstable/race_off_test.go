@@ -1,0 +1,5 @@
+//go:build !race
+
+package sstable
+
+const raceEnabled = false
