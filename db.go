@@ -68,6 +68,8 @@ type DB struct {
 	bgErr       error
 	compacting  bool
 
+	readState atomic.Pointer[readState]
+
 	compactMu sync.Mutex // one compaction at a time (automatic or manual)
 	flushKick chan struct{}
 	compKick  chan struct{}
@@ -121,6 +123,10 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	db.lock = lock
 	if err := db.recover(); err != nil {
+		db.mu.Lock()
+		db.closed = true
+		db.publishReadState()
+		db.mu.Unlock()
 		db.releaseVersion()
 		db.lock.Close()
 		db.closeStore()
@@ -174,6 +180,7 @@ func (db *DB) Close() error {
 
 	db.manifestMu.Lock()
 	db.mu.Lock()
+	db.publishReadState() // closed: retires the read state
 	db.releaseVersion()
 	db.mu.Unlock()
 	db.manifestMu.Unlock()
@@ -194,30 +201,56 @@ func (db *DB) checkOpen() error {
 	return nil
 }
 
-// readState is what a read needs: the memtables and a referenced version.
+// readState is what a read needs: the memtables and a version. The DB
+// publishes a new one whenever any of them changes; readers take a
+// reference without locking.
 type readState struct {
-	mem *memtable.Memtable
-	imm []*memtable.Memtable // newest first
-	v   *version
+	refs atomic.Int32
+	mem  *memtable.Memtable
+	imm  []*memtable.Memtable // newest first
+	v    *version
 }
 
-func (rs *readState) release() { rs.v.unref() }
+func (rs *readState) release() {
+	if rs.refs.Add(-1) == 0 {
+		rs.v.unref()
+	}
+}
 
-// loadReadState captures the current memtables and version. The caller
-// must call release.
+// loadReadState returns the current read state with a reference the caller
+// must release.
 func (db *DB) loadReadState() (*readState, error) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.closed {
-		return nil, ErrClosed
+	for {
+		rs := db.readState.Load()
+		if rs == nil {
+			return nil, ErrClosed
+		}
+		n := rs.refs.Load()
+		if n <= 0 {
+			continue // being retired: a newer one is already published
+		}
+		if rs.refs.CompareAndSwap(n, n+1) {
+			return rs, nil
+		}
 	}
-	rs := &readState{mem: db.mem, v: db.current}
-	rs.imm = make([]*memtable.Memtable, len(db.imm))
-	for i, m := range db.imm {
-		rs.imm[len(db.imm)-1-i] = m
+}
+
+// publishReadState replaces the read state after mem, imm or current
+// changed. The caller holds db.mu.
+func (db *DB) publishReadState() {
+	var next *readState
+	if !db.closed {
+		next = &readState{mem: db.mem, v: db.current}
+		next.imm = make([]*memtable.Memtable, len(db.imm))
+		for i, m := range db.imm {
+			next.imm[len(db.imm)-1-i] = m
+		}
+		next.v.ref()
+		next.refs.Store(1)
 	}
-	rs.v.ref()
-	return rs, nil
+	if old := db.readState.Swap(next); old != nil {
+		old.release()
+	}
 }
 
 // allocFileNum returns a new, unused file number.

@@ -101,6 +101,7 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 	}
 	db.mu.Lock()
 	db.imm = db.imm[1:]
+	db.publishReadState()
 	db.cond.Broadcast()
 	db.mu.Unlock()
 	db.removeQuietly(logName(m.LogNum()))

@@ -53,6 +53,9 @@ func (db *DB) logAndApply(e *versionEdit) error {
 	db.mu.Lock()
 	db.current = next
 	db.minLogNum = minLog
+	if db.mem != nil {
+		db.publishReadState()
+	}
 	db.cond.Broadcast()
 	db.mu.Unlock()
 	cur.unref()

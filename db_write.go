@@ -211,6 +211,7 @@ func (db *DB) rotateMemtable() error {
 	db.imm = append(db.imm, db.mem)
 	db.mem = memtable.New(num)
 	db.logWriter, db.logNum = w, num
+	db.publishReadState()
 	db.mu.Unlock()
 	if err := old.Close(); err != nil {
 		db.log.Warn("mayfly: closing WAL segment", "err", err)

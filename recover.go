@@ -125,6 +125,7 @@ func (db *DB) recover() error {
 	if db.opts.ReadOnly {
 		db.imm = recovered
 		db.mem = memtable.New(0)
+		db.publishReadState()
 		return nil
 	}
 
@@ -156,6 +157,9 @@ func (db *DB) recover() error {
 		return err
 	}
 	db.logWriter, db.logNum, db.mem = w, num, memtable.New(num)
+	db.mu.Lock()
+	db.publishReadState()
+	db.mu.Unlock()
 	return nil
 }
 
