@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mayflydb/mayfly/clock"
+	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/memtable"
 	"github.com/mayflydb/mayfly/sstable"
 	"github.com/mayflydb/mayfly/storage"
@@ -66,11 +67,18 @@ type DB struct {
 	snapshots   map[*Snapshot]struct{}
 	closed      bool
 	bgErr       error
-	compacting  bool
+
+	// Compaction scheduling state, guarded by mu.
+	running            []compaction.InProgress
+	runningCompactions int
+	manualCompactions  int // > 0 pauses background picking
+	cursor             [compaction.NumLevels][]byte
+	idleRequested      uint64 // generation asked for by WaitForCompactions
+	idleSeen           uint64 // generation at which the scheduler found nothing
+	filters            []compaction.Filter
 
 	readState atomic.Pointer[readState]
 
-	compactMu sync.Mutex // one compaction at a time (automatic or manual)
 	flushKick chan struct{}
 	compKick  chan struct{}
 	bgDone    sync.WaitGroup
@@ -95,6 +103,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 		closing:   make(chan struct{}),
 	}
 	db.cond = sync.NewCond(&db.mu)
+	for _, f := range o.CompactionFilters {
+		db.filters = append(db.filters, filterAdapter{f})
+	}
 	if o.Storage != nil {
 		db.store = o.Storage
 	} else {

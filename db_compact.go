@@ -3,60 +3,355 @@ package mayfly
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/internal/merge"
-	"github.com/mayflydb/mayfly/manifest"
 )
 
-// bottomLevel is where compactions write. Until the leveled compactor lands,
-// the tree has two tiers: level 0 (flushed tables, overlapping) and the
-// bottom level (sorted, non-overlapping).
-const bottomLevel = manifest.NumLevels - 1
+// bottomLevel is the last level of the tree.
+const bottomLevel = compaction.Bottom
 
-func (db *DB) maybeScheduleCompaction() {
-	if db.opts.DisableAutoCompaction {
-		return
-	}
-	db.mu.Lock()
-	need := db.current != nil && len(db.current.levels[0]) >= db.opts.L0CompactionThreshold
-	db.mu.Unlock()
-	if need {
-		db.kickCompaction()
-	}
-}
+// compactionCheckPeriod is how often, in real time, the scheduler looks for
+// due periodic compactions when nothing else wakes it.
+const compactionCheckPeriod = time.Second
 
+func (db *DB) maybeScheduleCompaction() { db.kickCompaction() }
+
+// compactionLoop schedules background compactions: on every kick (a flush,
+// a finished compaction, a clock advance, a timer tick) it starts as many
+// compactions as the picker finds and the concurrency limit allows.
 func (db *DB) compactionLoop() {
 	defer db.bgDone.Done()
+	var g errgroup.Group
+	g.SetLimit(db.opts.MaxConcurrentCompactions)
+	defer g.Wait()
+	ticker := time.NewTicker(compactionCheckPeriod)
+	defer ticker.Stop()
+	var advanced <-chan struct{}
+	if n, ok := db.opts.Clock.(interface{ Notify() <-chan struct{} }); ok {
+		advanced = n.Notify()
+	}
 	for {
 		select {
 		case <-db.closing:
 			return
 		case <-db.compKick:
+		case <-ticker.C:
+		case <-advanced:
 		}
-		for {
-			db.mu.Lock()
-			run := db.bgErr == nil && !db.closed && len(db.current.levels[0]) >= db.opts.L0CompactionThreshold
-			db.mu.Unlock()
-			if !run {
-				break
-			}
-			if err := db.compactRange(context.Background(), nil, nil, true); err != nil {
-				db.setBackgroundError(fmt.Errorf("compaction: %w", err))
-				break
-			}
-		}
+		db.scheduleCompactions(&g)
 	}
 }
 
+// scheduleCompactions starts background compactions until the picker has
+// nothing more or the limit is reached.
+func (db *DB) scheduleCompactions(g *errgroup.Group) {
+	for {
+		db.mu.Lock()
+		if db.closed || db.bgErr != nil || db.opts.DisableAutoCompaction || db.manualCompactions > 0 {
+			db.markCompactionIdle()
+			db.mu.Unlock()
+			return
+		}
+		if db.runningCompactions >= db.opts.MaxConcurrentCompactions {
+			db.mu.Unlock()
+			return
+		}
+		env := db.pickerEnv()
+		p := compaction.PickAuto(db.pickerLevels(), db.pickerOpts(), env)
+		if p == nil {
+			db.markCompactionIdle()
+			db.mu.Unlock()
+			return
+		}
+		db.startPick(p)
+		db.mu.Unlock()
+		g.Go(func() error {
+			err := db.runPick(context.Background(), p, env.Now)
+			db.finishPick(p, err)
+			db.kickCompaction()
+			return nil
+		})
+	}
+}
+
+// markCompactionIdle records that the scheduler found nothing to do at the
+// current request generation. The caller holds db.mu.
+func (db *DB) markCompactionIdle() {
+	if db.runningCompactions == 0 {
+		db.idleSeen = db.idleRequested
+		db.cond.Broadcast()
+	}
+}
+
+// WaitForCompactions blocks until no flush or background compaction is
+// running and none is due at the clock's current time. It is how a test
+// with a manual clock, or a tool, lets the compactor catch up. It returns
+// ctx's error if ctx ends first, and the background error if one occurs.
+func (db *DB) WaitForCompactions(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() {
+		db.mu.Lock()
+		db.cond.Broadcast()
+		db.mu.Unlock()
+	})
+	defer stop()
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.idleRequested++
+	gen := db.idleRequested
+	for {
+		switch {
+		case db.closed:
+			return ErrClosed
+		case db.bgErr != nil:
+			return db.bgErr
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case len(db.imm) == 0 && db.idleSeen >= gen:
+			return nil
+		}
+		if len(db.imm) > 0 {
+			db.kickFlush()
+		}
+		db.kickCompaction()
+		db.cond.Wait()
+	}
+}
+
+// startPick marks a pick's tables as being compacted. Caller holds db.mu.
+func (db *DB) startPick(p *compaction.Pick) {
+	for _, t := range p.Tables() {
+		t.Compacting = true
+	}
+	db.running = append(db.running, compaction.InProgress{OutputLevel: p.OutputLevel, Lo: p.Lo, Hi: p.Hi})
+	db.runningCompactions++
+	if p.Kind == compaction.KindLevel || p.Kind == compaction.KindMove {
+		l := p.Inputs[0].Level
+		db.cursor[l] = p.Inputs[0].Tables[0].Largest
+	}
+}
+
+// finishPick undoes startPick and records a failure.
+func (db *DB) finishPick(p *compaction.Pick, err error) {
+	db.mu.Lock()
+	for _, t := range p.Tables() {
+		t.Compacting = false
+	}
+	for i, r := range db.running {
+		if r.OutputLevel == p.OutputLevel && bytes.Equal(r.Lo, p.Lo) && bytes.Equal(r.Hi, p.Hi) {
+			db.running = append(db.running[:i], db.running[i+1:]...)
+			break
+		}
+	}
+	db.runningCompactions--
+	db.cond.Broadcast()
+	db.mu.Unlock()
+	if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		db.setBackgroundError(fmt.Errorf("compaction: %w", err))
+	}
+}
+
+// pickerLevels presents the current version to the picker. Caller holds
+// db.mu.
+func (db *DB) pickerLevels() *compaction.Levels {
+	var lv compaction.Levels
+	for l, lvl := range db.current.levels {
+		lv[l] = make([]*compaction.Table, len(lvl))
+		for i, t := range lvl {
+			lv[l][i] = &t.Table
+		}
+	}
+	return &lv
+}
+
+func (db *DB) pickerOpts() *compaction.PickerOptions {
+	return &compaction.PickerOptions{
+		L0CompactionThreshold:  db.opts.L0CompactionThreshold,
+		LBaseMaxBytes:          db.opts.LBaseMaxBytes,
+		LevelSizeRatio:         db.opts.LevelSizeRatio,
+		ExpiredBytesRatio:      db.opts.ExpiredBytesRatio,
+		PeriodicIntervalMillis: db.opts.PeriodicCompactionInterval.Milliseconds(),
+	}
+}
+
+// pickerEnv captures the compaction clock. Caller holds db.mu.
+func (db *DB) pickerEnv() *compaction.Env {
+	now := db.clock.NowMillis()
+	oldest := int64(0)
+	for s := range db.snapshots {
+		if oldest == 0 || s.now < oldest {
+			oldest = s.now
+		}
+	}
+	if oldest != 0 {
+		now = min(now, oldest)
+	}
+	return &compaction.Env{Now: now, OldestSnapshotTime: oldest, Running: db.running, Cursor: &db.cursor}
+}
+
+// snapshotSeqs returns the open snapshots' sequence numbers, ascending.
+// Caller holds db.mu.
+func (db *DB) snapshotSeqs() []uint64 {
+	seqs := make([]uint64, 0, len(db.snapshots))
+	for s := range db.snapshots {
+		seqs = append(seqs, s.seq)
+	}
+	slices.Sort(seqs)
+	return seqs
+}
+
+// tablesOfPick maps the pick's tables back to the engine's tableFiles.
+func (db *DB) tablesOfPick(p *compaction.Pick) []*tableFile {
+	all := p.Tables()
+	out := make([]*tableFile, len(all))
+	for i, t := range all {
+		out[i] = t.Handle.(*tableFile)
+	}
+	return out
+}
+
+// runPick executes a compaction. now is the compaction clock it was picked
+// at.
+func (db *DB) runPick(ctx context.Context, p *compaction.Pick, now int64) error {
+	start := time.Now()
+	inputs := db.tablesOfPick(p)
+	edit := &versionEdit{deleted: make(map[uint64]bool)}
+	for _, t := range inputs {
+		edit.deleted[t.Meta.Num] = true
+	}
+	switch p.Kind {
+	case compaction.KindDrop:
+		if err := db.logAndApply(edit); err != nil {
+			return err
+		}
+		var n, rows uint64
+		for _, t := range inputs {
+			n += t.Meta.Size
+			rows += t.Meta.NumRows
+		}
+		db.metrics.wholeFileDrops.Add(uint64(len(inputs)))
+		db.metrics.wholeFileDropBytes.Add(n)
+		db.metrics.expiredDropped.Add(rows)
+		db.log.Info("mayfly: dropped expired tables", "tables", len(inputs), "bytes", n)
+		return nil
+	case compaction.KindMove:
+		edit.added = []addedTable{{level: p.OutputLevel, table: inputs[0]}}
+		if err := db.logAndApply(edit); err != nil {
+			return err
+		}
+		db.metrics.trivialMoves.Add(1)
+		return nil
+	}
+
+	iters := make([]format.Iterator, 0, len(inputs))
+	var inBytes uint64
+	for _, t := range inputs {
+		iters = append(iters, t.reader.NewIter())
+		inBytes += t.Meta.Size
+	}
+	m := merge.New(iters...)
+	defer m.Close()
+	db.mu.Lock()
+	seqs := db.snapshotSeqs()
+	db.mu.Unlock()
+	ci := compaction.NewIterator(&ctxIterator{Iterator: m, ctx: ctx}, compaction.Config{
+		Snapshots: seqs, Now: now, Bottom: p.Bottom, Level: p.OutputLevel, Filters: db.filters,
+	})
+	outs, err := db.writeTables(ci, db.opts.TargetFileSize)
+	if err != nil {
+		return err
+	}
+	var outBytes uint64
+	for _, t := range outs {
+		edit.added = append(edit.added, addedTable{level: p.OutputLevel, table: t})
+		outBytes += t.Meta.Size
+	}
+	if err := db.logAndApply(edit); err != nil {
+		db.discardTables(outs)
+		return err
+	}
+	s := ci.Stats()
+	db.metrics.compactions.Add(1)
+	db.metrics.compactionsByKind[p.Kind].Add(1)
+	db.metrics.compactionBytesRead.Add(inBytes)
+	db.metrics.compactionBytesWritten.Add(outBytes)
+	db.metrics.filterRemoved.Add(s.FilterRemoved)
+	db.metrics.filterChanged.Add(s.FilterChanged)
+	db.log.Info("mayfly: compacted", "kind", p.Kind.String(), "outputLevel", p.OutputLevel,
+		"bottom", p.Bottom, "inputs", len(inputs), "outputs", len(outs),
+		"bytesIn", inBytes, "bytesOut", outBytes, "expiredToTombstone", s.ExpiredToTombstone,
+		"expiredDropped", s.ExpiredDropped, "tombstonesDropped", s.TombstonesDropped,
+		"duration", time.Since(start))
+	return nil
+}
+
+// runManual waits until pick(levels, env) returns a compaction that does not
+// conflict with running ones, then runs it. Background scheduling is paused
+// meanwhile. pick returning nil with ok == false means nothing to do.
+func (db *DB) runManual(ctx context.Context, pick func(*compaction.Levels, *compaction.Env) (*compaction.Pick, bool)) error {
+	stop := context.AfterFunc(ctx, func() {
+		db.mu.Lock()
+		db.cond.Broadcast()
+		db.mu.Unlock()
+	})
+	defer stop()
+	db.mu.Lock()
+	db.manualCompactions++
+	var p *compaction.Pick
+	var env *compaction.Env
+	for {
+		if db.closed {
+			db.manualCompactions--
+			db.mu.Unlock()
+			return ErrClosed
+		}
+		if err := ctx.Err(); err != nil {
+			db.manualCompactions--
+			db.mu.Unlock()
+			return err
+		}
+		env = db.pickerEnv()
+		var more bool
+		p, more = pick(db.pickerLevels(), env)
+		if p != nil || !more {
+			break
+		}
+		db.cond.Wait() // a running compaction holds a table we need
+	}
+	if p == nil {
+		db.manualCompactions--
+		db.mu.Unlock()
+		return nil
+	}
+	db.startPick(p)
+	db.mu.Unlock()
+	err := db.runPick(ctx, p, env.Now)
+	db.finishPickManual(p)
+	db.kickCompaction()
+	return err
+}
+
+func (db *DB) finishPickManual(p *compaction.Pick) {
+	db.finishPick(p, nil)
+	db.mu.Lock()
+	db.manualCompactions--
+	db.cond.Broadcast()
+	db.mu.Unlock()
+}
+
 // Compact flushes the memtable and rewrites every table holding keys in
-// [lo, hi] (nil bounds are open) into the bottom level, applying the
-// compaction rules: shadowed versions go, expired rows and tombstones with
-// nothing beneath them are dropped. It returns when the result is durable,
-// or early with ctx's error (leaving the database as it was).
+// [lo, hi] (nil bounds are open), widened to whole tables, into the bottom
+// level, running the compaction filters: shadowed versions go, expired rows
+// and tombstones with nothing beneath them are dropped. It returns when the
+// result is durable, or early with ctx's error, leaving the database as it
+// was.
 func (db *DB) Compact(ctx context.Context, lo, hi []byte) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
@@ -67,111 +362,71 @@ func (db *DB) Compact(ctx context.Context, lo, hi []byte) error {
 	if err := db.Flush(); err != nil {
 		return err
 	}
-	return db.compactRange(ctx, lo, hi, false)
+	return db.runManual(ctx, func(v *compaction.Levels, env *compaction.Env) (*compaction.Pick, bool) {
+		if p := compaction.PickRange(v, lo, hi, env); p != nil {
+			return p, true
+		}
+		// Either nothing overlaps the range, or a needed table is busy.
+		return nil, compaction.AnyOverlap(v, lo, hi)
+	})
 }
 
-// compactRange compacts the tables overlapping [lo, hi], widened until it
-// covers every level-0 table overlapping it, into the bottom level. With
-// l0Only the range is that of all level-0 tables.
-func (db *DB) compactRange(ctx context.Context, lo, hi []byte, l0Only bool) error {
-	db.compactMu.Lock()
-	defer db.compactMu.Unlock()
-
-	db.mu.Lock()
-	if db.closed {
-		db.mu.Unlock()
-		return ErrClosed
+// ReclaimExpired removes expired data from disk now: tables whose rows have
+// all expired are dropped without being read, and every table whose
+// properties say it holds expired rows or tombstones is compacted to the
+// bottom with what lies beneath it. Its cost follows the expired data, not
+// the size of the database. Data an open snapshot can still read is kept.
+func (db *DB) ReclaimExpired(ctx context.Context) error {
+	if db.opts.ReadOnly {
+		return ErrReadOnly
 	}
-	v := db.current
-	v.ref()
-	db.mu.Unlock()
-	defer v.unref()
-
-	inputs := pickInputs(v, lo, hi, l0Only)
-	if len(inputs) == 0 {
-		return nil
+	if err := db.Flush(); err != nil {
+		return err
 	}
-	start := time.Now()
-	iters := make([]format.Iterator, 0, len(inputs))
-	var inBytes uint64
-	for _, t := range inputs {
-		iters = append(iters, t.reader.NewIter())
-		inBytes += t.meta.Size
-	}
-	m := merge.New(iters...)
-	defer m.Close()
-	ci := compaction.NewIterator(&ctxIterator{Iterator: m, ctx: ctx}, db.compactionConfig(true))
-	outs, err := db.writeTables(ci, db.opts.TargetFileSize)
+	err := db.runManual(ctx, func(v *compaction.Levels, env *compaction.Env) (*compaction.Pick, bool) {
+		p := compaction.PickDrops(v, env)
+		return p, false
+	})
 	if err != nil {
 		return err
 	}
-	edit := &versionEdit{deleted: make(map[uint64]bool)}
-	for _, t := range inputs {
-		edit.deleted[t.meta.Num] = true
+	// The candidates are fixed up front, so the work is bounded even if
+	// some data must stay for a snapshot.
+	db.mu.Lock()
+	now := db.pickerEnv().Now
+	var candidates []uint64
+	for _, lvl := range db.current.levels {
+		for _, t := range lvl {
+			if (t.Meta.NumTTLRows > 0 && t.Meta.MinExpireTS < now) || t.Meta.NumTombstones > 0 {
+				candidates = append(candidates, t.Meta.Num)
+			}
+		}
 	}
-	var outBytes uint64
-	for _, t := range outs {
-		edit.added = append(edit.added, addedTable{level: bottomLevel, table: t})
-		outBytes += t.meta.Size
+	db.mu.Unlock()
+	for _, num := range candidates {
+		err := db.runManual(ctx, func(v *compaction.Levels, env *compaction.Env) (*compaction.Pick, bool) {
+			for l := range v {
+				for _, t := range v[l] {
+					if t.Meta.Num != num {
+						continue
+					}
+					if t.Compacting {
+						return nil, true
+					}
+					p := compaction.ToBottom(v, l, t, env)
+					return p, p == nil
+				}
+			}
+			return nil, false // already compacted away
+		})
+		if err != nil {
+			return err
+		}
 	}
-	if err := db.logAndApply(edit); err != nil {
-		db.discardTables(outs)
-		return err
-	}
-	db.metrics.compactions.Add(1)
-	db.metrics.compactionBytesRead.Add(inBytes)
-	db.metrics.compactionBytesWritten.Add(outBytes)
-	s := ci.Stats()
-	db.log.Info("mayfly: compacted", "inputs", len(inputs), "outputs", len(outs),
-		"bytesIn", inBytes, "bytesOut", outBytes, "expiredDropped", s.ExpiredDropped,
-		"tombstonesDropped", s.TombstonesDropped, "duration", time.Since(start))
 	return nil
 }
 
-// pickInputs returns the tables a compaction of [lo, hi] must read: every
-// table overlapping the range, with the range widened to each level-0
-// table's bounds until it stops growing, so that no older version of a
-// compacted key is left outside the output.
-func pickInputs(v *version, lo, hi []byte, l0Only bool) []*tableFile {
-	if l0Only {
-		if len(v.levels[0]) == 0 {
-			return nil
-		}
-		lo, hi = v.levels[0][0].smallestKey, v.levels[0][0].largestKey
-		for _, t := range v.levels[0] {
-			if bytes.Compare(t.smallestKey, lo) < 0 {
-				lo = t.smallestKey
-			}
-			if bytes.Compare(t.largestKey, hi) > 0 {
-				hi = t.largestKey
-			}
-		}
-	}
-	for {
-		var inputs []*tableFile
-		nlo, nhi := lo, hi
-		for _, lvl := range v.levels {
-			for _, t := range lvl {
-				if !t.overlaps(lo, hi) {
-					continue
-				}
-				inputs = append(inputs, t)
-				if nlo != nil && bytes.Compare(t.smallestKey, nlo) < 0 {
-					nlo = t.smallestKey
-				}
-				if nhi != nil && bytes.Compare(t.largestKey, nhi) > 0 {
-					nhi = t.largestKey
-				}
-			}
-		}
-		if bytes.Equal(nlo, lo) && bytes.Equal(nhi, hi) {
-			return inputs
-		}
-		lo, hi = nlo, nhi
-	}
-}
-
-// ctxIterator stops a compaction's input when its context is done.
+// ctxIterator ends a compaction's input when its context is done.
 type ctxIterator struct {
 	*merge.Iterator
 	ctx   context.Context

@@ -107,9 +107,9 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 	db.removeQuietly(logName(m.LogNum()))
 	db.metrics.flushes.Add(1)
 	if t != nil {
-		db.metrics.flushBytes.Add(t.meta.Size)
-		db.log.Info("mayfly: flushed memtable", "table", t.meta.Num, "bytes", t.meta.Size,
-			"rows", t.meta.NumRows, "duration", time.Since(start))
+		db.metrics.flushBytes.Add(t.Meta.Size)
+		db.log.Info("mayfly: flushed memtable", "table", t.Meta.Num, "bytes", t.Meta.Size,
+			"rows", t.Meta.NumRows, "duration", time.Since(start))
 	}
 	db.maybeScheduleCompaction()
 	return nil
@@ -223,22 +223,23 @@ func (db *DB) writeTables(ci *compaction.Iterator, splitAt int64) ([]*tableFile,
 
 func metaFromProps(num uint64, p *sstable.Properties, now int64) *manifest.FileMeta {
 	return &manifest.FileMeta{
-		Num:           num,
-		Size:          p.Size,
-		Smallest:      append([]byte(nil), p.Smallest...),
-		Largest:       append([]byte(nil), p.Largest...),
-		SmallestSeq:   p.SmallestSeq,
-		LargestSeq:    p.LargestSeq,
-		CreationTime:  p.CreationTime,
-		CompactedTime: now,
-		MinTS:         p.MinTS,
-		MaxTS:         p.MaxTS,
-		MinExpireTS:   p.MinExpireTS,
-		MaxExpireTS:   p.MaxExpireTS,
-		NumRows:       p.NumRows,
-		NumTombstones: p.NumTombstones,
-		NumTTLRows:    p.NumTTLRows,
-		TTLBytes:      p.TTLBytes,
-		RowFeatures:   p.RowFeatures,
+		Num:            num,
+		Size:           p.Size,
+		Smallest:       append([]byte(nil), p.Smallest...),
+		Largest:        append([]byte(nil), p.Largest...),
+		SmallestSeq:    p.SmallestSeq,
+		LargestSeq:     p.LargestSeq,
+		CreationTime:   p.CreationTime,
+		CompactedTime:  now,
+		MinTS:          p.MinTS,
+		MaxTS:          p.MaxTS,
+		MinExpireTS:    p.MinExpireTS,
+		MaxExpireTS:    p.MaxExpireTS,
+		MinTombstoneTS: p.MinTombstoneTS,
+		NumRows:        p.NumRows,
+		NumTombstones:  p.NumTombstones,
+		NumTTLRows:     p.NumTTLRows,
+		TTLBytes:       p.TTLBytes,
+		RowFeatures:    p.RowFeatures,
 	}
 }

@@ -30,7 +30,7 @@ func (db *DB) logAndApply(e *versionEdit) error {
 	db.mu.Unlock()
 	for l, lvl := range levels {
 		for _, t := range lvl {
-			st.Levels[l] = append(st.Levels[l], t.meta)
+			st.Levels[l] = append(st.Levels[l], t.Meta)
 		}
 	}
 	num := db.manifestNum + 1
@@ -41,10 +41,17 @@ func (db *DB) logAndApply(e *versionEdit) error {
 	db.manifestNum = num
 
 	next := newVersion(levels)
+	moved := make(map[uint64]bool, len(e.added))
+	for _, a := range e.added {
+		moved[a.table.Meta.Num] = true
+	}
 	for num := range e.deleted {
+		if moved[num] {
+			continue // a trivial move keeps the file
+		}
 		for _, lvl := range cur.levels {
 			for _, t := range lvl {
-				if t.meta.Num == num {
+				if t.Meta.Num == num {
 					t.obsolete.Store(true)
 				}
 			}
@@ -72,6 +79,6 @@ func (db *DB) logAndApply(e *versionEdit) error {
 func (db *DB) discardTables(tables []*tableFile) {
 	for _, t := range tables {
 		t.reader.Close()
-		db.removeQuietly(tableName(t.meta.Num))
+		db.removeQuietly(tableName(t.Meta.Num))
 	}
 }

@@ -87,7 +87,7 @@ func (db *DB) find(rs *readState, key []byte, seq uint64) (format.Row, bool, err
 		}
 	}
 	for _, t := range rs.v.levels[0] {
-		if t.meta.SmallestSeq > seq || !t.overlaps(key, key) {
+		if t.Meta.SmallestSeq > seq || !t.Overlaps(key, key) {
 			continue
 		}
 		if r, ok, err := db.tableGet(t, key, seq); ok || err != nil {

@@ -187,7 +187,18 @@ func (db *DB) makeRoomForWrite() error {
 			}
 			db.mu.Lock()
 		default:
+			slow := !db.opts.DisableAutoCompaction && len(db.current.levels[0]) >= db.opts.L0SlowdownWritesThreshold
 			db.mu.Unlock()
+			if slow {
+				// Give compaction a head start before level 0 reaches the
+				// stop threshold; a short delay per commit group is far
+				// gentler than a full stall.
+				t := time.Now()
+				db.kickCompaction()
+				time.Sleep(time.Millisecond)
+				db.metrics.slowdowns.Add(1)
+				db.metrics.slowdownNanos.Add(uint64(time.Since(t)))
+			}
 			return nil
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/manifest"
 )
 
@@ -23,6 +24,11 @@ type metricsCounters struct {
 	tombstonesDropped                      atomic.Uint64
 	tablesDeleted, manifestWrites          atomic.Uint64
 	stalls, stallNanos                     atomic.Uint64
+	slowdowns, slowdownNanos               atomic.Uint64
+	wholeFileDrops, wholeFileDropBytes     atomic.Uint64
+	trivialMoves                           atomic.Uint64
+	filterRemoved, filterChanged           atomic.Uint64
+	compactionsByKind                      [8]atomic.Uint64
 }
 
 // LevelMetrics describes one level of the tree.
@@ -34,6 +40,14 @@ type LevelMetrics struct {
 	TTLRows uint64
 	// Tombstones is how many of those rows are tombstones.
 	Tombstones uint64
+	// Score is the level's compaction score (L0: files over the trigger;
+	// other levels: bytes over the size target); >= 1 means compaction is
+	// due. TargetBytes is the size target (0 for L0 and unused levels).
+	Score       float64
+	TargetBytes int64
+	// ExpiredBytes estimates the bytes in this level whose rows have
+	// expired but are still on disk.
+	ExpiredBytes uint64
 }
 
 // Metrics is a point-in-time picture of the database's state and activity
@@ -64,8 +78,20 @@ type Metrics struct {
 	WALTornTails       uint64 // torn tail records dropped at Open
 
 	Flushes, FlushBytes uint64
-	Compactions         uint64
-	CompactionBytesRead uint64
+	// Compactions counts compactions that rewrote data, and
+	// CompactionsByKind splits them by reason ("l0", "level", "expired",
+	// "periodic", "manual").
+	Compactions       uint64
+	CompactionsByKind map[string]uint64
+	// TrivialMoves counts tables moved down a level without a rewrite.
+	TrivialMoves uint64
+	// WholeFileDrops counts tables deleted unread because every row had
+	// expired; WholeFileDropBytes their size.
+	WholeFileDrops, WholeFileDropBytes uint64
+	// FilterRemoved and FilterChanged count rows user compaction filters
+	// removed or rewrote.
+	FilterRemoved, FilterChanged uint64
+	CompactionBytesRead          uint64
 	// CompactionBytesWritten is what compactions wrote; with FlushBytes it
 	// gives the write amplification (see WriteAmplification).
 	CompactionBytesWritten uint64
@@ -78,6 +104,12 @@ type Metrics struct {
 
 	WriteStalls    uint64        // times a write waited for flush/compaction
 	WriteStallTime time.Duration // total time writes spent stalled
+	// WriteSlowdowns counts commits delayed because level 0 passed
+	// L0SlowdownWritesThreshold; WriteSlowdownTime the time they waited.
+	WriteSlowdowns    uint64
+	WriteSlowdownTime time.Duration
+	// RunningCompactions is the number of compactions in progress.
+	RunningCompactions int
 
 	BlockCacheHits, BlockCacheMisses uint64
 	BlockCacheBytes                  int64
@@ -119,6 +151,16 @@ func (db *DB) Metrics() Metrics {
 		TombstonesDropped: c.tombstonesDropped.Load(), TablesDeleted: c.tablesDeleted.Load(),
 		ManifestWrites: c.manifestWrites.Load(),
 		WriteStalls:    c.stalls.Load(), WriteStallTime: time.Duration(c.stallNanos.Load()),
+		WriteSlowdowns: c.slowdowns.Load(), WriteSlowdownTime: time.Duration(c.slowdownNanos.Load()),
+		TrivialMoves:   c.trivialMoves.Load(),
+		WholeFileDrops: c.wholeFileDrops.Load(), WholeFileDropBytes: c.wholeFileDropBytes.Load(),
+		FilterRemoved: c.filterRemoved.Load(), FilterChanged: c.filterChanged.Load(),
+		CompactionsByKind: make(map[string]uint64),
+	}
+	for k := range c.compactionsByKind {
+		if n := c.compactionsByKind[k].Load(); n > 0 {
+			m.CompactionsByKind[compaction.Kind(k).String()] = n
+		}
 	}
 	if db.cache != nil {
 		cm := db.cache.Metrics()
@@ -134,15 +176,28 @@ func (db *DB) Metrics() Metrics {
 		m.ImmutableBytes += im.Size()
 	}
 	m.OpenSnapshots = len(db.snapshots)
+	m.RunningCompactions = db.runningCompactions
 	if db.current != nil {
+		lv := db.pickerLevels()
+		po := db.pickerOpts()
+		scores := compaction.Scores(lv, po)
+		targets, _ := compaction.Targets(lv, po)
+		now := db.clock.NowMillis()
+		for l := range m.Levels {
+			m.Levels[l].Score = scores[l]
+			m.Levels[l].TargetBytes = targets[l]
+			for _, t := range lv[l] {
+				m.Levels[l].ExpiredBytes += compaction.ExpiredBytes(t.Meta, now)
+			}
+		}
 		for l, lvl := range db.current.levels {
 			for _, t := range lvl {
 				lm := &m.Levels[l]
 				lm.Files++
-				lm.Bytes += t.meta.Size
-				lm.Rows += t.meta.NumRows
-				lm.TTLRows += t.meta.NumTTLRows
-				lm.Tombstones += t.meta.NumTombstones
+				lm.Bytes += t.Meta.Size
+				lm.Rows += t.Meta.NumRows
+				lm.TTLRows += t.Meta.NumTTLRows
+				lm.Tombstones += t.Meta.NumTombstones
 			}
 		}
 	}

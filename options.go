@@ -71,19 +71,43 @@ type Options struct {
 	// SSTables. Default: 64 MiB. Negative disables the cache.
 	BlockCacheSize int64
 	// TargetFileSize is the size at which compaction output is split into a
-	// new SSTable. Default: 32 MiB.
+	// new SSTable. Default: 8 MiB.
 	TargetFileSize int64
 
-	// --- Compaction ---
+	// --- Compaction (RFC 0004) ---
 
 	// L0CompactionThreshold is the number of level-0 files that triggers a
 	// background compaction. Default: 4.
 	L0CompactionThreshold int
+	// L0SlowdownWritesThreshold is the number of level-0 files at which
+	// each commit waits 1ms, to let compaction catch up. Default: 8.
+	L0SlowdownWritesThreshold int
 	// L0StopWritesThreshold is the number of level-0 files at which writes
 	// stall until compaction catches up. Default: 12.
 	L0StopWritesThreshold int
-	// DisableAutoCompaction turns background compaction off; Compact still
-	// works. Default: false.
+	// LBaseMaxBytes is the size target of the base level, the level L0
+	// compacts into. Default: 64 MiB.
+	LBaseMaxBytes int64
+	// LevelSizeRatio is the size ratio between adjacent levels. Default: 10.
+	LevelSizeRatio float64
+	// ExpiredBytesRatio is the share of a table's bytes that must have
+	// expired for the table to be rewritten for that reason alone.
+	// Default: 0.25.
+	ExpiredBytesRatio float64
+	// PeriodicCompactionInterval bounds how long expired or deleted data
+	// stays on disk: a table whose oldest expiry or tombstone is this old is
+	// compacted to the bottom, even with no writes. Default: 1 hour.
+	// Negative disables periodic compaction.
+	PeriodicCompactionInterval time.Duration
+	// MaxConcurrentCompactions bounds background compactions running at
+	// once. Default: 2.
+	MaxConcurrentCompactions int
+	// CompactionFilters run, in order, on rows during compactions (after
+	// the built-in TTL filter). Default: none.
+	CompactionFilters []CompactionFilter
+	// DisableAutoCompaction turns background compaction off; Compact and
+	// ReclaimExpired still work, and writes are never stalled for level 0.
+	// Default: false.
 	DisableAutoCompaction bool
 }
 
@@ -148,7 +172,31 @@ func (o *Options) withDefaults() (*Options, error) {
 		c.BlockCacheSize = 0
 	}
 	if c.TargetFileSize <= 0 {
-		c.TargetFileSize = 32 << 20
+		c.TargetFileSize = 8 << 20
+	}
+	if c.L0SlowdownWritesThreshold <= 0 {
+		c.L0SlowdownWritesThreshold = 8
+	}
+	if c.LBaseMaxBytes <= 0 {
+		c.LBaseMaxBytes = 64 << 20
+	}
+	if c.LevelSizeRatio == 0 {
+		c.LevelSizeRatio = 10
+	}
+	if c.LevelSizeRatio < 2 {
+		return nil, fmt.Errorf("%w: Options.LevelSizeRatio %v is below 2", ErrInvalidOptions, c.LevelSizeRatio)
+	}
+	if c.ExpiredBytesRatio == 0 {
+		c.ExpiredBytesRatio = 0.25
+	}
+	if c.ExpiredBytesRatio < 0 || c.ExpiredBytesRatio > 1 {
+		return nil, fmt.Errorf("%w: Options.ExpiredBytesRatio %v is outside (0, 1]", ErrInvalidOptions, c.ExpiredBytesRatio)
+	}
+	if c.PeriodicCompactionInterval == 0 {
+		c.PeriodicCompactionInterval = time.Hour
+	}
+	if c.MaxConcurrentCompactions <= 0 {
+		c.MaxConcurrentCompactions = 2
 	}
 	if c.L0CompactionThreshold <= 0 {
 		c.L0CompactionThreshold = 4
@@ -158,6 +206,9 @@ func (o *Options) withDefaults() (*Options, error) {
 	}
 	if c.L0StopWritesThreshold < c.L0CompactionThreshold {
 		c.L0StopWritesThreshold = c.L0CompactionThreshold
+	}
+	if c.L0SlowdownWritesThreshold > c.L0StopWritesThreshold {
+		c.L0SlowdownWritesThreshold = c.L0StopWritesThreshold
 	}
 	return &c, nil
 }

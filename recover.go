@@ -42,8 +42,12 @@ func (db *DB) recover() error {
 	if err != nil {
 		return fmt.Errorf("mayfly: load manifest: %w", err)
 	}
-	for _, e := range skipped {
-		db.log.Warn("mayfly: skipped unreadable manifest version", "err", e)
+	if len(skipped) > 0 {
+		// Versions are created atomically, so an unreadable newest version
+		// is damage, not a torn write. Falling back to an older one would
+		// forget tables and WAL segments the newer one accounted for (and
+		// orphan cleanup would then delete live data), so refuse to open.
+		return fmt.Errorf("mayfly: newest manifest version is unreadable: %w", errors.Join(skipped...))
 	}
 	if st == nil {
 		st = &manifest.State{NextFileNum: 1}
@@ -265,7 +269,7 @@ func (db *DB) removeOrphanTables() {
 	}
 	live := make(map[uint64]bool)
 	for _, t := range db.current.files() {
-		live[t.meta.Num] = true
+		live[t.Meta.Num] = true
 	}
 	for _, name := range names {
 		if n, ok := parseNum(name, "sst", ".sst"); ok && !live[n] {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/manifest"
 	"github.com/mayflydb/mayfly/sstable"
@@ -16,13 +17,13 @@ import (
 // the reader closes, and the file is deleted if no version will ever list it
 // again (obsolete).
 type tableFile struct {
+	// Table holds the manifest entry, the user-key bounds and the
+	// Compacting flag (guarded by DB.mu) that the picker reads.
+	compaction.Table
 	db       *DB
-	meta     *manifest.FileMeta
 	reader   *sstable.Reader
 	refs     atomic.Int32
 	obsolete atomic.Bool
-	// smallestKey and largestKey are the user keys of meta.Smallest/Largest.
-	smallestKey, largestKey []byte
 }
 
 func (t *tableFile) ref() { t.refs.Add(1) }
@@ -33,22 +34,19 @@ func (t *tableFile) unref() {
 	}
 	t.reader.Close()
 	if t.obsolete.Load() {
-		t.db.deleteObsoleteTable(t.meta.Num)
+		t.db.deleteObsoleteTable(t.Meta.Num)
 	}
-}
-
-func (t *tableFile) overlaps(lo, hi []byte) bool {
-	return (hi == nil || bytes.Compare(t.smallestKey, hi) <= 0) &&
-		(lo == nil || bytes.Compare(t.largestKey, lo) >= 0)
 }
 
 func newTableFile(db *DB, meta *manifest.FileMeta, r *sstable.Reader) (*tableFile, error) {
-	t := &tableFile{db: db, meta: meta, reader: r}
+	t := &tableFile{db: db, reader: r}
+	t.Meta = meta
+	t.Handle = t
 	var ok bool
-	if t.smallestKey, _, _, ok = format.SplitInternalKey(meta.Smallest); !ok {
+	if t.Smallest, _, _, ok = format.SplitInternalKey(meta.Smallest); !ok {
 		return nil, fmt.Errorf("%w: manifest entry for table %d has a bad smallest key", ErrCorruption, meta.Num)
 	}
-	if t.largestKey, _, _, ok = format.SplitInternalKey(meta.Largest); !ok {
+	if t.Largest, _, _, ok = format.SplitInternalKey(meta.Largest); !ok {
 		return nil, fmt.Errorf("%w: manifest entry for table %d has a bad largest key", ErrCorruption, meta.Num)
 	}
 	return t, nil
@@ -67,15 +65,15 @@ func newVersion(levels [manifest.NumLevels][]*tableFile) *version {
 	v := &version{levels: levels}
 	slices.SortFunc(v.levels[0], func(a, b *tableFile) int {
 		switch {
-		case a.meta.LargestSeq > b.meta.LargestSeq:
+		case a.Meta.LargestSeq > b.Meta.LargestSeq:
 			return -1
-		case a.meta.LargestSeq < b.meta.LargestSeq:
+		case a.Meta.LargestSeq < b.Meta.LargestSeq:
 			return 1
 		}
 		return 0
 	})
 	for l := 1; l < manifest.NumLevels; l++ {
-		slices.SortFunc(v.levels[l], func(a, b *tableFile) int { return bytes.Compare(a.smallestKey, b.smallestKey) })
+		slices.SortFunc(v.levels[l], func(a, b *tableFile) int { return bytes.Compare(a.Smallest, b.Smallest) })
 	}
 	for _, lvl := range v.levels {
 		for _, t := range lvl {
@@ -113,7 +111,7 @@ func (v *version) metas() [manifest.NumLevels][]*manifest.FileMeta {
 	var out [manifest.NumLevels][]*manifest.FileMeta
 	for l, lvl := range v.levels {
 		for _, t := range lvl {
-			out[l] = append(out[l], t.meta)
+			out[l] = append(out[l], t.Meta)
 		}
 	}
 	return out
@@ -123,9 +121,9 @@ func (v *version) metas() [manifest.NumLevels][]*manifest.FileMeta {
 func (v *version) findInLevel(l int, ukey []byte) *tableFile {
 	files := v.levels[l]
 	i, _ := slices.BinarySearchFunc(files, ukey, func(t *tableFile, k []byte) int {
-		return bytes.Compare(t.largestKey, k)
+		return bytes.Compare(t.Largest, k)
 	})
-	if i < len(files) && bytes.Compare(files[i].smallestKey, ukey) <= 0 {
+	if i < len(files) && bytes.Compare(files[i].Smallest, ukey) <= 0 {
 		return files[i]
 	}
 	return nil
@@ -150,7 +148,7 @@ func (e *versionEdit) apply(v *version) [manifest.NumLevels][]*tableFile {
 	var levels [manifest.NumLevels][]*tableFile
 	for l, lvl := range v.levels {
 		for _, t := range lvl {
-			if !e.deleted[t.meta.Num] {
+			if !e.deleted[t.Meta.Num] {
 				levels[l] = append(levels[l], t)
 			}
 		}

@@ -60,8 +60,9 @@ func (m *Monotonic) Observe(t int64) {
 
 // Manual is a clock that moves only when told to. Use it in tests.
 type Manual struct {
-	mu  sync.Mutex
-	now int64
+	mu      sync.Mutex
+	now     int64
+	waiters []chan struct{}
 }
 
 // NewManual returns a manual clock reading t.
@@ -85,7 +86,29 @@ func (m *Manual) Advance(d time.Duration) {
 	}
 	m.mu.Lock()
 	m.now += d.Milliseconds()
+	m.notifyLocked()
 	m.mu.Unlock()
+}
+
+// Notify returns a channel that receives a value (without blocking the
+// clock; a pending value is not duplicated) every time the clock moves.
+// Background work that must react to time passing, such as periodic
+// compaction, listens on it.
+func (m *Manual) Notify() <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	m.mu.Lock()
+	m.waiters = append(m.waiters, ch)
+	m.mu.Unlock()
+	return ch
+}
+
+func (m *Manual) notifyLocked() {
+	for _, ch := range m.waiters {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Set moves the clock to t if t is later than the current reading.
@@ -93,6 +116,7 @@ func (m *Manual) Set(t time.Time) {
 	m.mu.Lock()
 	if ms := t.UnixMilli(); ms > m.now {
 		m.now = ms
+		m.notifyLocked()
 	}
 	m.mu.Unlock()
 }

@@ -7,7 +7,8 @@
 //     space into stripes. Within a stripe only the newest version of a key can
 //     ever be read, so the others are dropped.
 //  2. Expiry. A kept row whose expire_ts < Now becomes a tombstone with the
-//     same sequence number and no expiry. It must keep hiding older versions:
+//     same sequence number, no expiry, and ts = its old expire_ts (so the
+//     tombstone's age still measures how long ago the data expired). It must keep hiding older versions:
 //     dropping it outright would let an older version come back.
 //  3. The bottom. When the output is the bottom of the tree for the key (no
 //     older data exists below it), a tombstone with no older kept version
@@ -31,10 +32,46 @@ type Config struct {
 	// Bottom is true when no data older than the input exists below the
 	// output for the keys being compacted.
 	Bottom bool
+	// Level is the output level, passed to filters.
+	Level int
+	// Filters run, in order, on each live row that no snapshot can read;
+	// the first decision other than Keep ends the chain.
+	Filters []Filter
+}
+
+// Decision is a filter's verdict on a row.
+type Decision uint8
+
+// Filter decisions.
+const (
+	// Keep leaves the row as it is.
+	Keep Decision = iota
+	// Remove deletes the row: it becomes a tombstone with the same sequence
+	// number (so it still hides older versions) and is dropped at the bottom.
+	Remove
+	// ChangeValue replaces the row's value, keeping key, sequence and expiry.
+	ChangeValue
+)
+
+// FilterContext tells a filter where the row is going.
+type FilterContext struct {
+	Level  int   // output level
+	Bottom bool  // output is the bottom of the tree for this key range
+	Now    int64 // the compaction's clock, Unix ms
+}
+
+// Filter decides the fate of rows during compaction. It must be safe for
+// concurrent use: compactions run in parallel.
+type Filter interface {
+	// Filter returns a decision for r and, with ChangeValue, the new value
+	// (copied by the caller). r and its bytes are valid only during the call.
+	Filter(ctx *FilterContext, r *format.Row) (Decision, []byte)
 }
 
 // Stats counts what an Iterator did.
 type Stats struct {
+	FilterRemoved      uint64 // rows a filter removed
+	FilterChanged      uint64 // rows whose value a filter changed
 	RowsIn             uint64 // rows read from the input
 	RowsOut            uint64 // rows emitted
 	ShadowedDropped    uint64 // older versions no reader can see
@@ -119,8 +156,11 @@ func (c *Iterator) Next() bool {
 		out := *r
 		expired := false
 		if out.ExpiredAt(c.cfg.Now) {
-			out = format.Row{Key: r.Key, Seq: r.Seq, Flags: format.FlagTombstone}
+			out = format.Row{Key: r.Key, Seq: r.Seq, Flags: format.FlagTombstone | format.FlagHasTS, TS: r.ExpireTS}
 			expired = true
+		}
+		if len(c.cfg.Filters) > 0 && !out.IsTombstone() && s == len(c.cfg.Snapshots) {
+			c.applyFilters(&out)
 		}
 		if c.cfg.Bottom && out.IsTombstone() {
 			out.Key = append([]byte(nil), out.Key...)
@@ -148,6 +188,23 @@ func (c *Iterator) Next() bool {
 		c.row = out
 		c.stats.RowsOut++
 		return true
+	}
+}
+
+// applyFilters runs the filter chain on a live row no snapshot can read.
+func (c *Iterator) applyFilters(out *format.Row) {
+	ctx := FilterContext{Level: c.cfg.Level, Bottom: c.cfg.Bottom, Now: c.cfg.Now}
+	for _, f := range c.cfg.Filters {
+		switch d, v := f.Filter(&ctx, out); d {
+		case Remove:
+			*out = format.Row{Key: out.Key, Seq: out.Seq, Flags: format.FlagTombstone | format.FlagHasTS, TS: c.cfg.Now}
+			c.stats.FilterRemoved++
+			return
+		case ChangeValue:
+			out.Value = append([]byte(nil), v...)
+			c.stats.FilterChanged++
+			return
+		}
 	}
 }
 

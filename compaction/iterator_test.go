@@ -31,9 +31,12 @@ func ttl(key string, seq uint64, expire int64, v string) format.Row {
 	return format.Row{Key: []byte(key), Seq: seq, Flags: ttlFlags, TS: expire - 10, ExpireTS: expire, Value: []byte(v)}
 }
 
-// expiredTomb is the tombstone an expired row becomes: same key and seq,
-// only the tombstone flag, no attributes, no value.
-func expiredTomb(key string, seq uint64) format.Row { return del(key, seq) }
+// expiredTomb is the tombstone an expired row becomes: same key and seq, no
+// value, no expiry, and ts = the deadline it expired at (every expired row
+// in the table tests expires at now-1 = 999).
+func expiredTomb(key string, seq uint64) format.Row {
+	return format.Row{Key: []byte(key), Seq: seq, Flags: format.FlagTombstone | format.FlagHasTS, TS: 999}
+}
 
 func cloneRow(r *format.Row) format.Row {
 	c := *r
@@ -676,7 +679,7 @@ func model(in []format.Row, cfg Config) ([]format.Row, Stats) {
 			last = s
 			k := kept{row: r}
 			if r.ExpiredAt(cfg.Now) {
-				k = kept{row: format.Row{Key: r.Key, Seq: r.Seq, Flags: format.FlagTombstone}, expired: true}
+				k = kept{row: format.Row{Key: r.Key, Seq: r.Seq, Flags: format.FlagTombstone | format.FlagHasTS, TS: r.ExpireTS}, expired: true}
 			}
 			ks = append(ks, k)
 		}
@@ -742,8 +745,9 @@ func checkInvariants(t *testing.T, in, out []format.Row, st Stats, cfg Config, b
 		src := in[idx]
 		switch {
 		case src.ExpiredAt(cfg.Now):
-			if !rowEqual(o, del(string(src.Key), src.Seq)) || o.Value != nil {
-				fail("expired row %s emitted as %s, want plain tombstone", fmtRow(src), fmtRow(o))
+			want := format.Row{Key: src.Key, Seq: src.Seq, Flags: format.FlagTombstone | format.FlagHasTS, TS: src.ExpireTS}
+			if !rowEqual(o, want) || o.Value != nil {
+				fail("expired row %s emitted as %s, want a tombstone with ts = its deadline", fmtRow(src), fmtRow(o))
 			}
 			if !src.IsTombstone() {
 				expiredTombs++

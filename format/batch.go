@@ -23,8 +23,8 @@ import (
 //	|          |                        |               |     | (not tombstone) |       |
 //	+----------+------------------------+---------------+-----+-----------------+-------+
 //
-// The i-th entry gets sequence number seq+i. Rows that carry an expiry also
-// carry ts = commit_ts (FlagHasTS); the header's commit_ts is the engine
+// The i-th entry gets sequence number seq+i. Rows that carry an expiry, and
+// tombstones, also carry ts = commit_ts (FlagHasTS); the header's commit_ts is the engine
 // clock reading the batch committed at, and seeds the clock on recovery.
 // expire_ts is fixed width so that a relative TTL can be stamped in place as
 // an absolute deadline when the batch commits.
@@ -129,6 +129,12 @@ func (br *BatchReader) Next(r *Row) (ok bool, err error) {
 	}
 	n := 1
 	*r = Row{Seq: br.header.Seq + uint64(br.i), Flags: flags}
+	if flags&FlagTombstone != 0 {
+		// A tombstone records when it was written, so that compaction can
+		// bound how long deleted data stays on disk.
+		r.TS = br.header.CommitTS
+		r.Flags |= FlagHasTS
+	}
 	if flags&FlagHasExpire != 0 {
 		if len(d) < n+8 {
 			return bad("truncated expire_ts")

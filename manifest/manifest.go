@@ -34,6 +34,7 @@
 //	    uv smallest_seq, uv largest_seq
 //	    sv creation_time, sv compacted_time
 //	    sv min_ts, sv max_ts, sv min_expire_ts, sv max_expire_ts
+//	    sv min_tombstone_ts
 //	    uv num_rows, uv num_tombstones, uv num_ttl_rows, uv ttl_bytes
 //	    u8 row_features
 //
@@ -95,6 +96,10 @@ type FileMeta struct {
 	// Time ranges of the rows in the file (Unix ms).
 	MinTS, MaxTS             int64
 	MinExpireTS, MaxExpireTS int64
+	// MinTombstoneTS is the smallest ts among the file's tombstones: the
+	// commit time of a delete, or the deadline of an expired row a
+	// compaction turned into a tombstone. 0 when it has none.
+	MinTombstoneTS int64
 
 	NumRows, NumTombstones, NumTTLRows, TTLBytes uint64
 
@@ -238,6 +243,7 @@ func Encode(st *State) []byte {
 			b = binary.AppendVarint(b, f.MaxTS)
 			b = binary.AppendVarint(b, f.MinExpireTS)
 			b = binary.AppendVarint(b, f.MaxExpireTS)
+			b = binary.AppendVarint(b, f.MinTombstoneTS)
 			b = binary.AppendUvarint(b, f.NumRows)
 			b = binary.AppendUvarint(b, f.NumTombstones)
 			b = binary.AppendUvarint(b, f.NumTTLRows)
@@ -379,6 +385,7 @@ func Decode(name string, data []byte) (*State, error) {
 			f.MaxTS = d.varint("max ts")
 			f.MinExpireTS = d.varint("min expire ts")
 			f.MaxExpireTS = d.varint("max expire ts")
+			f.MinTombstoneTS = d.varint("min tombstone ts")
 			f.NumRows = d.uvarint("row count")
 			f.NumTombstones = d.uvarint("tombstone count")
 			f.NumTTLRows = d.uvarint("TTL row count")

@@ -113,12 +113,17 @@ type blockIter struct {
 	shared   int // shared prefix length of the current entry
 	row      format.Row
 	err      error
+
+	// Entries before the current one, remembered by prev (see pushPrev).
+	prevEnts []prevEntry
+	prevKeys []byte
 }
 
 // init points the iterator at block data (as stored, uncompressed) and
 // checks its restart array.
 func (it *blockIter) init(data []byte, file string, blockOff int64, isIndex bool) error {
-	*it = blockIter{keyBuf: it.keyBuf[:0], data: data, file: file, blockOff: blockOff, isIndex: isIndex}
+	*it = blockIter{data: data, file: file, blockOff: blockOff, isIndex: isIndex,
+		keyBuf: it.keyBuf[:0], prevEnts: it.prevEnts[:0], prevKeys: it.prevKeys[:0]}
 	if len(data) < 4 {
 		it.err = corruptf(file, blockOff, "block of %d bytes has no restart count", len(data))
 		return it.err
@@ -169,33 +174,39 @@ func uvarintAt(b []byte, p, limit int) (uint64, int) {
 	return v, p + n
 }
 
+// entryHeader parses the three lengths of the entry at off and returns
+// them with the offset of the key delta; reason is non-empty if corrupt.
+func (it *blockIter) entryHeader(off int) (shared, unshared, vlen uint64, p int, reason string) {
+	data, limit := it.data, it.restarts
+	if shared, p = uvarintAt(data, off, limit); p < 0 {
+		return 0, 0, 0, 0, "bad shared length"
+	}
+	if unshared, p = uvarintAt(data, p, limit); p < 0 {
+		return 0, 0, 0, 0, "bad key length"
+	}
+	if vlen, p = uvarintAt(data, p, limit); p < 0 {
+		return 0, 0, 0, 0, "bad value length"
+	}
+	if unshared > uint64(limit-p) {
+		return 0, 0, 0, 0, "key runs past the block"
+	}
+	return shared, unshared, vlen, p, ""
+}
+
 // decodeAt decodes the entry at off, whose shared prefix comes from it.key.
 // At a restart the caller sets it.key = nil so that shared must be 0.
 func (it *blockIter) decodeAt(off int) bool {
 	if it.err != nil {
 		return false
 	}
-	data, limit := it.data, it.restarts
-	shared, p := uvarintAt(data, off, limit)
-	if p < 0 {
-		return it.corrupt(off, "bad shared length")
-	}
-	unshared, p := uvarintAt(data, p, limit)
-	if p < 0 {
-		return it.corrupt(off, "bad key length")
-	}
-	vlen, p := uvarintAt(data, p, limit)
-	if p < 0 {
-		return it.corrupt(off, "bad value length")
+	shared, unshared, vlen, p, reason := it.entryHeader(off)
+	if reason != "" {
+		return it.corrupt(off, reason)
 	}
 	if shared > uint64(len(it.key)) {
 		return it.corrupt(off, "shared prefix longer than the previous key")
 	}
-	if unshared > uint64(limit-p) {
-		return it.corrupt(off, "key runs past the block")
-	}
-	delta := data[p : p+int(unshared)]
-	p += int(unshared)
+	delta := it.data[p : p+int(unshared)]
 	if shared == 0 {
 		it.key = delta
 		it.keyInBuf = false
@@ -210,6 +221,13 @@ func (it *blockIter) decodeAt(off int) bool {
 		it.key = it.keyBuf
 	}
 	it.shared = int(shared)
+	return it.finishEntry(off, p+int(unshared), vlen)
+}
+
+// finishEntry decodes the rest of the entry at off, whose key is it.key and
+// whose attributes start at p, and makes it current.
+func (it *blockIter) finishEntry(off, p int, vlen uint64) bool {
+	data, limit := it.data, it.restarts
 	ukey, seq, flags, ok := format.SplitInternalKey(it.key)
 	if !ok {
 		return it.corrupt(off, "malformed internal key")
@@ -306,6 +324,9 @@ func (it *blockIter) prev() bool {
 		it.off = -1
 		return false
 	}
+	if n := len(it.prevEnts); n > 0 && it.prevEnts[n-1].end == target {
+		return it.popPrev()
+	}
 	// The last restart before target.
 	lo, hi := 0, it.numRestarts
 	for lo < hi {
@@ -324,10 +345,14 @@ func (it *blockIter) prev() bool {
 		it.off = -1
 		return false
 	}
+	// Re-scan from that restart, remembering the entries passed so that
+	// the following Prev calls need no scan.
+	it.prevEnts, it.prevKeys = it.prevEnts[:0], it.prevKeys[:0]
 	if !it.seekRestart(lo - 1) {
 		return false
 	}
 	for it.nextOff < target {
+		it.pushPrev()
 		if !it.decodeAt(it.nextOff) {
 			return false
 		}
@@ -336,6 +361,60 @@ func (it *blockIter) prev() bool {
 		return it.corrupt(target, "entries do not chain to the current entry")
 	}
 	return true
+}
+
+// prevEntry is an entry remembered by prev: its offsets and where its key
+// is in prevKeys.
+type prevEntry struct {
+	off, end     int
+	kstart, kend int
+}
+
+// Bounds on what prev remembers: beyond them it drops the oldest entries,
+// so a block with few restarts costs a re-scan per maxPrevEntries steps.
+const (
+	maxPrevEntries  = 256
+	maxPrevKeyBytes = 64 << 10
+)
+
+// pushPrev remembers the current entry.
+func (it *blockIter) pushPrev() {
+	if len(it.prevEnts) >= 2*maxPrevEntries || len(it.prevKeys)+len(it.key) > 2*maxPrevKeyBytes {
+		// Keep the newer half (or nothing, if the keys are that large).
+		keep := it.prevEnts[len(it.prevEnts)/2:]
+		if len(keep) > 0 && len(it.prevKeys)-keep[0].kstart+len(it.key) <= 2*maxPrevKeyBytes {
+			base := keep[0].kstart
+			n := copy(it.prevKeys, it.prevKeys[base:])
+			it.prevKeys = it.prevKeys[:n]
+			m := copy(it.prevEnts, keep)
+			it.prevEnts = it.prevEnts[:m]
+			for i := range it.prevEnts {
+				it.prevEnts[i].kstart -= base
+				it.prevEnts[i].kend -= base
+			}
+		} else {
+			it.prevEnts, it.prevKeys = it.prevEnts[:0], it.prevKeys[:0]
+		}
+		if len(it.key) > 2*maxPrevKeyBytes {
+			return
+		}
+	}
+	start := len(it.prevKeys)
+	it.prevKeys = append(it.prevKeys, it.key...)
+	it.prevEnts = append(it.prevEnts, prevEntry{off: it.off, end: it.nextOff, kstart: start, kend: len(it.prevKeys)})
+}
+
+// popPrev moves to the last remembered entry.
+func (it *blockIter) popPrev() bool {
+	e := it.prevEnts[len(it.prevEnts)-1]
+	it.prevEnts = it.prevEnts[:len(it.prevEnts)-1]
+	_, unshared, vlen, p, reason := it.entryHeader(e.off)
+	if reason != "" {
+		return it.corrupt(e.off, reason)
+	}
+	it.key = it.prevKeys[e.kstart:e.kend:e.kend]
+	it.keyInBuf = false
+	return it.finishEntry(e.off, p+int(unshared), vlen)
 }
 
 // restartKey returns the internal key stored whole at restart i.

@@ -6,7 +6,8 @@ package sstable
 // each checksum, decodes every entry, and checks the structure end to end:
 // rows strictly increasing across blocks, each index key equal to the last
 // key of its block, blocks laid out back to back before the metadata, and
-// the row and block counts and key bounds agreeing with the properties.
+// the row and block counts and key bounds agreeing with the properties,
+// and the filter (if any) holding every user key.
 
 import (
 	"bytes"
@@ -69,6 +70,9 @@ func (r *Reader) Check() error {
 			}
 			if p.NumRows == 0 {
 				p.Smallest = bytes.Clone(data.key)
+			}
+			if r.filter != nil && !r.filter.Test(row.Key) {
+				return corruptf(r.name, int64(r.footer.filter.offset), "filter block misses key %q", row.Key)
 			}
 			p.record(row)
 			last = append(last[:0], data.key...)

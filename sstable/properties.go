@@ -11,6 +11,7 @@ package sstable
 //	| min_ts, max_ts   varint, varint      |  over rows with FlagHasTS
 //	| min_expire_ts,                       |
 //	| max_expire_ts    varint, varint      |  over rows with FlagHasExpire
+//	| min_tombstone_ts varint              |  over tombstones with FlagHasTS
 //	| num_rows, num_tombstones,            |
 //	| num_ttl_rows, ttl_bytes,             |
 //	| raw_key_bytes, raw_value_bytes,      |
@@ -37,6 +38,10 @@ type Properties struct {
 	MinTS, MaxTS  int64 // over rows with FlagHasTS; 0/0 if none
 	// Over rows with FlagHasExpire; 0/0 if none.
 	MinExpireTS, MaxExpireTS int64
+	// MinTombstoneTS is the smallest ts among tombstones that carry one
+	// (deletes and expired rows turned into tombstones); 0 if none.
+	MinTombstoneTS int64
+	hasTombstoneTS bool
 
 	NumRows       uint64
 	NumTombstones uint64
@@ -61,6 +66,9 @@ func (p *Properties) record(r *format.Row) {
 	p.NumRows++
 	p.RowFeatures |= r.Flags
 	if r.Flags&format.FlagTombstone != 0 {
+		if r.Flags&format.FlagHasTS != 0 && (!p.hasTombstoneTS || r.TS < p.MinTombstoneTS) {
+			p.MinTombstoneTS, p.hasTombstoneTS = r.TS, true
+		}
 		p.NumTombstones++
 	}
 	if r.Flags&format.FlagHasTS != 0 {
@@ -88,7 +96,7 @@ func (p *Properties) record(r *format.Row) {
 func (p *Properties) encode(dst []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(p.FormatVersion))
 	dst = append(dst, p.RowFeatures)
-	for _, v := range []int64{p.CreationTime, p.MinTS, p.MaxTS, p.MinExpireTS, p.MaxExpireTS} {
+	for _, v := range []int64{p.CreationTime, p.MinTS, p.MaxTS, p.MinExpireTS, p.MaxExpireTS, p.MinTombstoneTS} {
 		dst = binary.AppendVarint(dst, v)
 	}
 	for _, v := range []uint64{p.NumRows, p.NumTombstones, p.NumTTLRows, p.TTLBytes,
@@ -115,7 +123,7 @@ func decodeProperties(b []byte, file string, off int64) (*Properties, error) {
 	}
 	p.FormatVersion = uint32(v)
 	p.RowFeatures = d.byte()
-	for _, v := range []*int64{&p.CreationTime, &p.MinTS, &p.MaxTS, &p.MinExpireTS, &p.MaxExpireTS} {
+	for _, v := range []*int64{&p.CreationTime, &p.MinTS, &p.MaxTS, &p.MinExpireTS, &p.MaxExpireTS, &p.MinTombstoneTS} {
 		*v = d.varint()
 	}
 	for _, v := range []*uint64{&p.NumRows, &p.NumTombstones, &p.NumTTLRows, &p.TTLBytes,

@@ -214,7 +214,11 @@ func (r *Reader) Get(ukey []byte, seq uint64) (row format.Row, found bool, err e
 	if gs == nil {
 		gs = &getState{}
 	}
-	defer r.getPool.Put(gs)
+	defer func() {
+		// Drop references to the block before pooling.
+		gs.data.data, gs.data.key, gs.data.row = nil, nil, format.Row{}
+		r.getPool.Put(gs)
+	}()
 	gs.seekKey = format.SeekKey(gs.seekKey[:0], ukey, seq)
 	r.indexIter(&gs.index)
 	if !gs.index.seekGE(gs.seekKey) {
@@ -249,8 +253,6 @@ func (r *Reader) Get(ukey []byte, seq uint64) (row format.Row, found bool, err e
 	}
 	row = gs.data.row
 	row.Key = ukey
-	gs.data.row = format.Row{}
-	gs.data.data, gs.data.key = nil, nil
 	return row, true, nil
 }
 

@@ -286,3 +286,27 @@ func TestCompressionString(t *testing.T) {
 		t.Error("unknown compression accepted")
 	}
 }
+
+// TestLongRestartSpans covers blocks whose restart spans exceed what Prev
+// remembers, in entries and in key bytes.
+func TestLongRestartSpans(t *testing.T) {
+	long := genRows(1500, 8)
+	big := genRows(300, 9)
+	for i := range big {
+		big[i].Key = append(bytes.Repeat([]byte{'p'}, 1000), big[i].Key...)
+	}
+	for name, rows := range map[string][]format.Row{"many": long, "bigkeys": big} {
+		t.Run(name, func(t *testing.T) {
+			data, props := buildTable(t, rows, WriterOptions{BlockSize: 1 << 20, RestartInterval: 1 << 20, Compression: SnappyCompression})
+			if props.NumDataBlocks != 1 {
+				t.Fatalf("%d blocks", props.NumDataBlocks)
+			}
+			r := openTable(t, data, nil)
+			if err := r.Check(); err != nil {
+				t.Fatal(err)
+			}
+			checkIteration(t, r, rows)
+			checkRandomWalk(t, r, rows)
+		})
+	}
+}

@@ -1,0 +1,377 @@
+package compaction
+
+import (
+	"bytes"
+	"slices"
+)
+
+// PickAuto returns the most urgent background compaction, or nil when
+// nothing needs doing or everything that does conflicts with a running one.
+// Order: level scores >= 1 (highest first), whole-file drops, expired bytes,
+// periodic compaction.
+func PickAuto(v *Levels, o *PickerOptions, env *Env) *Pick {
+	scores := Scores(v, o)
+	levels := make([]int, 0, Bottom)
+	for l := 0; l < Bottom; l++ {
+		if scores[l] >= 1 {
+			levels = append(levels, l)
+		}
+	}
+	slices.SortStableFunc(levels, func(a, b int) int {
+		switch {
+		case scores[a] > scores[b]:
+			return -1
+		case scores[a] < scores[b]:
+			return 1
+		}
+		return 0
+	})
+	for _, l := range levels {
+		var p *Pick
+		if l == 0 {
+			p = pickL0(v, o, env)
+		} else {
+			p = pickLevel(v, l, env)
+		}
+		if p != nil {
+			p.Score = scores[l]
+			return p
+		}
+	}
+	if p := PickDrops(v, env); p != nil {
+		return p
+	}
+	if p := pickExpired(v, o, env); p != nil {
+		return p
+	}
+	return pickPeriodic(v, o, env)
+}
+
+// pickL0 compacts every level-0 table into the base level.
+func pickL0(v *Levels, o *PickerOptions, env *Env) *Pick {
+	if len(v[0]) == 0 {
+		return nil
+	}
+	for _, t := range v[0] {
+		// Newer L0 tables must not pass older ones still being compacted.
+		if t.Compacting {
+			return nil
+		}
+	}
+	_, base := Targets(v, o)
+	lo, hi := keyRange(v[0])
+	p := &Pick{Kind: KindL0, Inputs: []Input{{Level: 0, Tables: slices.Clone(v[0])}}, OutputLevel: base}
+	over := overlapping(v[base], lo, hi)
+	if anyCompacting(over) {
+		return nil
+	}
+	if len(over) > 0 {
+		p.Inputs = append(p.Inputs, Input{Level: base, Tables: over})
+	}
+	return finish(v, p, env)
+}
+
+// pickLevel compacts one table of level l (round-robin by key) with what it
+// overlaps in level l+1, or moves it down when it overlaps nothing there.
+func pickLevel(v *Levels, l int, env *Env) *Pick {
+	files := v[l]
+	if len(files) == 0 {
+		return nil
+	}
+	start := 0
+	if env.Cursor != nil && env.Cursor[l] != nil {
+		start, _ = slices.BinarySearchFunc(files, env.Cursor[l], func(t *Table, k []byte) int {
+			if bytes.Compare(t.Smallest, k) <= 0 {
+				return -1
+			}
+			return 1
+		})
+	}
+	for i := range files {
+		t := files[(start+i)%len(files)]
+		if t.Compacting {
+			continue
+		}
+		over := overlapping(v[l+1], t.Smallest, t.Largest)
+		if anyCompacting(over) {
+			continue
+		}
+		p := &Pick{Kind: KindLevel, Inputs: []Input{{Level: l, Tables: []*Table{t}}}, OutputLevel: l + 1}
+		if len(over) > 0 {
+			p.Inputs = append(p.Inputs, Input{Level: l + 1, Tables: over})
+		} else if ExpiredBytes(t.Meta, env.Now) == 0 {
+			p.Kind = KindMove
+		}
+		if p = finish(v, p, env); p != nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// PickDrops returns the tables that can be deleted without being read:
+// every row a TTL row expired at env.Now, nothing older beneath them.
+func PickDrops(v *Levels, env *Env) *Pick {
+	var p *Pick
+	for l := range v {
+		var tables []*Table
+		for i, t := range v[l] {
+			if t.Compacting || !AllExpired(t.Meta, env.Now) {
+				continue
+			}
+			if l == 0 && anyOverlap(v[0][i+1:], t.Smallest, t.Largest) {
+				continue // an older L0 table may hold older versions
+			}
+			if !nothingBelow(v, l, t.Smallest, t.Largest) {
+				continue
+			}
+			tables = append(tables, t)
+		}
+		if len(tables) > 0 {
+			if p == nil {
+				p = &Pick{Kind: KindDrop, Bottom: true}
+			}
+			p.Inputs = append(p.Inputs, Input{Level: l, Tables: tables})
+		}
+	}
+	return p
+}
+
+// pickExpired rewrites the table with the most expired bytes, if they are at
+// least ExpiredBytesRatio of it, into the next level (the bottom level
+// rewrites into itself).
+func pickExpired(v *Levels, o *PickerOptions, env *Env) *Pick {
+	var best *Table
+	bestLevel := -1
+	var bestBytes uint64
+	for l := range v {
+		for _, t := range v[l] {
+			if t.Compacting {
+				continue
+			}
+			eb := ExpiredBytes(t.Meta, env.Now)
+			if float64(eb) < o.ExpiredBytesRatio*float64(t.Meta.Size) || eb <= bestBytes {
+				continue
+			}
+			best, bestLevel, bestBytes = t, l, eb
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	switch {
+	case bestLevel == 0:
+		p := pickL0(v, o, env)
+		if p != nil {
+			p.Kind = KindExpired
+		}
+		return p
+	case bestLevel == Bottom:
+		return finish(v, &Pick{Kind: KindExpired, Inputs: []Input{{Level: Bottom, Tables: []*Table{best}}}, OutputLevel: Bottom}, env)
+	}
+	over := overlapping(v[bestLevel+1], best.Smallest, best.Largest)
+	if anyCompacting(over) {
+		return nil
+	}
+	p := &Pick{Kind: KindExpired, Inputs: []Input{{Level: bestLevel, Tables: []*Table{best}}}, OutputLevel: bestLevel + 1}
+	if len(over) > 0 {
+		p.Inputs = append(p.Inputs, Input{Level: bestLevel + 1, Tables: over})
+	}
+	return finish(v, p, env)
+}
+
+// pickPeriodic compacts to the bottom the due table whose reclaimable data
+// is oldest (RFC 0004: due when its earliest expiry or tombstone is at least
+// the periodic interval old).
+func pickPeriodic(v *Levels, o *PickerOptions, env *Env) *Pick {
+	if o.PeriodicIntervalMillis <= 0 {
+		return nil
+	}
+	var due []struct {
+		level int
+		t     *Table
+		ts    int64
+	}
+	for l := range v {
+		for _, t := range v[l] {
+			ts, ok := ReclaimTS(t.Meta)
+			if !ok || t.Compacting || ts > env.Now-o.PeriodicIntervalMillis {
+				continue
+			}
+			if env.OldestSnapshotTime != 0 && t.Meta.CompactedTime >= env.OldestSnapshotTime {
+				continue // kept for a snapshot; retry once it closes
+			}
+			due = append(due, struct {
+				level int
+				t     *Table
+				ts    int64
+			}{l, t, ts})
+		}
+	}
+	slices.SortFunc(due, func(a, b struct {
+		level int
+		t     *Table
+		ts    int64
+	}) int {
+		switch {
+		case a.ts < b.ts:
+			return -1
+		case a.ts > b.ts:
+			return 1
+		}
+		return 0
+	})
+	for _, d := range due {
+		if p := ToBottom(v, d.level, d.t, env); p != nil {
+			p.Kind = KindPeriodic
+			return p
+		}
+	}
+	return nil
+}
+
+// ToBottom returns a compaction of table t (at level) down to the bottom
+// level: t, plus every table of every larger level overlapping its key
+// range, widened until stable. For a level-0 table all overlapping level-0
+// tables join too. Nil if a needed table is being compacted.
+func ToBottom(v *Levels, level int, t *Table, env *Env) *Pick {
+	lo, hi := t.Smallest, t.Largest
+	from := level + 1
+	if level == 0 {
+		from = 0
+	}
+	for {
+		var inputs []Input
+		nlo, nhi := lo, hi
+		if level > 0 {
+			inputs = append(inputs, Input{Level: level, Tables: []*Table{t}})
+		}
+		for l := from; l < NumLevels; l++ {
+			over := overlapping(v[l], lo, hi)
+			if len(over) == 0 {
+				continue
+			}
+			inputs = append(inputs, Input{Level: l, Tables: over})
+			olo, ohi := keyRange(over)
+			if bytes.Compare(olo, nlo) < 0 {
+				nlo = olo
+			}
+			if bytes.Compare(ohi, nhi) > 0 {
+				nhi = ohi
+			}
+		}
+		if bytes.Equal(nlo, lo) && bytes.Equal(nhi, hi) {
+			return finish(v, &Pick{Kind: KindManual, Inputs: inputs, OutputLevel: Bottom}, env)
+		}
+		lo, hi = nlo, nhi
+	}
+}
+
+// PickRange returns a compaction of every table overlapping [lo, hi] (nil
+// bounds open), widened until stable across all levels, into the bottom.
+func PickRange(v *Levels, lo, hi []byte, env *Env) *Pick {
+	for {
+		var inputs []Input
+		nlo, nhi := lo, hi
+		for l := range v {
+			over := overlapping(v[l], lo, hi)
+			if len(over) == 0 {
+				continue
+			}
+			inputs = append(inputs, Input{Level: l, Tables: over})
+			olo, ohi := keyRange(over)
+			if nlo != nil && bytes.Compare(olo, nlo) < 0 {
+				nlo = olo
+			}
+			if nhi != nil && bytes.Compare(ohi, nhi) > 0 {
+				nhi = ohi
+			}
+		}
+		if bytes.Equal(nlo, lo) && bytes.Equal(nhi, hi) {
+			if len(inputs) == 0 {
+				return nil
+			}
+			return finish(v, &Pick{Kind: KindManual, Inputs: inputs, OutputLevel: Bottom}, env)
+		}
+		lo, hi = nlo, nhi
+	}
+}
+
+// finish fills in the key range and the bottom flag, and rejects a pick that
+// touches a table being compacted or writes into a key range another
+// compaction is writing in the same level.
+func finish(v *Levels, p *Pick, env *Env) *Pick {
+	all := p.Tables()
+	if len(all) == 0 || anyCompacting(all) {
+		return nil
+	}
+	p.Lo, p.Hi = keyRange(all)
+	for _, r := range env.Running {
+		if r.OutputLevel == p.OutputLevel && bytes.Compare(r.Lo, p.Hi) <= 0 && bytes.Compare(p.Lo, r.Hi) <= 0 {
+			return nil
+		}
+	}
+	p.Bottom = nothingBelow(v, p.OutputLevel, p.Lo, p.Hi)
+	return p
+}
+
+// nothingBelow reports whether no table in a level larger than l overlaps
+// [lo, hi].
+func nothingBelow(v *Levels, l int, lo, hi []byte) bool {
+	for below := l + 1; below < NumLevels; below++ {
+		if anyOverlap(v[below], lo, hi) {
+			return false
+		}
+	}
+	return true
+}
+
+func overlapping(tables []*Table, lo, hi []byte) []*Table {
+	var out []*Table
+	for _, t := range tables {
+		if t.Overlaps(lo, hi) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// AnyOverlap reports whether any table of any level overlaps [lo, hi].
+func AnyOverlap(v *Levels, lo, hi []byte) bool {
+	for l := range v {
+		if anyOverlap(v[l], lo, hi) {
+			return true
+		}
+	}
+	return false
+}
+
+func anyOverlap(tables []*Table, lo, hi []byte) bool {
+	for _, t := range tables {
+		if t.Overlaps(lo, hi) {
+			return true
+		}
+	}
+	return false
+}
+
+func anyCompacting(tables []*Table) bool {
+	for _, t := range tables {
+		if t.Compacting {
+			return true
+		}
+	}
+	return false
+}
+
+func keyRange(tables []*Table) (lo, hi []byte) {
+	for i, t := range tables {
+		if i == 0 || bytes.Compare(t.Smallest, lo) < 0 {
+			lo = t.Smallest
+		}
+		if i == 0 || bytes.Compare(t.Largest, hi) > 0 {
+			hi = t.Largest
+		}
+	}
+	return lo, hi
+}

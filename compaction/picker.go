@@ -1,0 +1,203 @@
+package compaction
+
+import (
+	"bytes"
+
+	"github.com/mayflydb/mayfly/manifest"
+)
+
+// NumLevels is the number of levels in the tree; the last is the bottom.
+const NumLevels = manifest.NumLevels
+
+// Bottom is the index of the bottom level.
+const Bottom = NumLevels - 1
+
+// Table is what the picker knows of a live SSTable.
+type Table struct {
+	Meta *manifest.FileMeta
+	// Smallest and Largest are the user keys of Meta.Smallest/Largest.
+	Smallest, Largest []byte
+	// Compacting is set while a compaction reads the table.
+	Compacting bool
+	// Handle is the caller's own reference to the table; the picker does
+	// not look at it.
+	Handle any
+}
+
+// Overlaps reports whether the table's key range meets [lo, hi]; nil bounds
+// are open.
+func (t *Table) Overlaps(lo, hi []byte) bool {
+	return (hi == nil || bytes.Compare(t.Smallest, hi) <= 0) &&
+		(lo == nil || bytes.Compare(t.Largest, lo) >= 0)
+}
+
+// Levels is a version as the picker sees it: L0 newest first, other levels
+// sorted by key and non-overlapping.
+type Levels [NumLevels][]*Table
+
+// PickerOptions are the policy knobs (see RFC 0004).
+type PickerOptions struct {
+	L0CompactionThreshold int
+	LBaseMaxBytes         int64
+	LevelSizeRatio        float64
+	ExpiredBytesRatio     float64
+	// PeriodicIntervalMillis is the periodic compaction interval; 0 disables.
+	PeriodicIntervalMillis int64
+}
+
+// Kind says why a compaction was picked.
+type Kind uint8
+
+// Kinds of compaction.
+const (
+	KindL0       Kind = iota // L0 file count
+	KindLevel                // level size over target
+	KindDrop                 // whole files expired: manifest edit only
+	KindMove                 // trivial move: manifest edit only
+	KindExpired              // expired bytes worth rewriting
+	KindPeriodic             // due by PeriodicCompactionInterval
+	KindManual               // Compact or ReclaimExpired
+)
+
+var kindNames = [...]string{"l0", "level", "drop", "move", "expired", "periodic", "manual"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Input is the tables a compaction reads from one level.
+type Input struct {
+	Level  int
+	Tables []*Table
+}
+
+// Pick is a compaction to run.
+type Pick struct {
+	Kind        Kind
+	Inputs      []Input
+	OutputLevel int
+	// Bottom is true when nothing older than the inputs lies beneath the
+	// output for its key range, so expired rows and tombstones may go.
+	Bottom bool
+	Score  float64
+	// Lo and Hi bound the user keys of the inputs.
+	Lo, Hi []byte
+}
+
+// Tables returns every input table.
+func (p *Pick) Tables() []*Table {
+	var out []*Table
+	for _, in := range p.Inputs {
+		out = append(out, in.Tables...)
+	}
+	return out
+}
+
+// InProgress describes a running compaction, to keep new ones from writing
+// overlapping tables into the same level.
+type InProgress struct {
+	OutputLevel int
+	Lo, Hi      []byte
+}
+
+// Env is the moment the picker decides in.
+type Env struct {
+	// Now is the compaction clock (engine clock capped at the oldest open
+	// snapshot's time).
+	Now int64
+	// OldestSnapshotTime is the clock time of the oldest open snapshot, or
+	// 0 if none is open.
+	OldestSnapshotTime int64
+	Running            []InProgress
+	// Cursor holds, per level, the largest user key of the last table
+	// compacted out of it (round-robin position).
+	Cursor *[NumLevels][]byte
+}
+
+// Targets returns the size target of each level and the base level (where
+// L0 compacts to). Levels above the base have target 0.
+func Targets(v *Levels, o *PickerOptions) (targets [NumLevels]int64, base int) {
+	var bottomBytes int64
+	for _, t := range v[Bottom] {
+		bottomBytes += int64(t.Meta.Size)
+	}
+	cur := max(bottomBytes, o.LBaseMaxBytes)
+	base = Bottom
+	targets[Bottom] = cur
+	for base > 1 && float64(cur)/o.LevelSizeRatio >= float64(o.LBaseMaxBytes) {
+		cur = int64(float64(cur) / o.LevelSizeRatio)
+		base--
+		targets[base] = cur
+	}
+	// A level above the computed base that still holds data (the tree was
+	// larger before) stays a valid compaction source.
+	for l := 1; l < base; l++ {
+		if len(v[l]) > 0 {
+			targets[l] = o.LBaseMaxBytes
+		}
+	}
+	return targets, base
+}
+
+// Scores returns each level's compaction score (L0: file count over the
+// threshold; Ln: bytes over target; the bottom level: 0). Tables being
+// compacted do not count.
+func Scores(v *Levels, o *PickerOptions) [NumLevels]float64 {
+	var s [NumLevels]float64
+	targets, _ := Targets(v, o)
+	n := 0
+	for _, t := range v[0] {
+		if !t.Compacting {
+			n++
+		}
+	}
+	s[0] = float64(n) / float64(max(o.L0CompactionThreshold, 1))
+	for l := 1; l < Bottom; l++ {
+		if targets[l] == 0 {
+			continue
+		}
+		var b int64
+		for _, t := range v[l] {
+			if !t.Compacting {
+				b += int64(t.Meta.Size)
+			}
+		}
+		s[l] = float64(b) / float64(targets[l])
+	}
+	return s
+}
+
+// ExpiredBytes estimates how many of t's bytes have expired at now, from
+// its expiry range, assuming expiries spread evenly across it.
+func ExpiredBytes(m *manifest.FileMeta, now int64) uint64 {
+	if m.NumTTLRows == 0 || m.MinExpireTS >= now {
+		return 0
+	}
+	if m.MaxExpireTS < now {
+		return m.TTLBytes
+	}
+	span := m.MaxExpireTS - m.MinExpireTS + 1
+	return uint64(float64(m.TTLBytes) * float64(now-m.MinExpireTS) / float64(span))
+}
+
+// AllExpired reports whether every row of the table is a TTL row expired
+// at now.
+func AllExpired(m *manifest.FileMeta, now int64) bool {
+	return m.NumRows > 0 && m.NumTTLRows == m.NumRows && m.MaxExpireTS < now
+}
+
+// ReclaimTS returns the earliest time at which the table holds something to
+// reclaim: its earliest expiry or its oldest tombstone; ok is false when it
+// holds neither TTL rows nor tombstones.
+func ReclaimTS(m *manifest.FileMeta) (ts int64, ok bool) {
+	if m.NumTTLRows > 0 {
+		ts, ok = m.MinExpireTS, true
+	}
+	if m.NumTombstones > 0 && (!ok || m.MinTombstoneTS < ts) {
+		ts, ok = m.MinTombstoneTS, true
+	}
+	return ts, ok
+}
