@@ -99,15 +99,17 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 		}
 		return err
 	}
+	db.metrics.flushes.Add(1)
+	if t != nil {
+		db.metrics.flushBytes.Add(t.Meta.Size)
+	}
 	db.mu.Lock()
 	db.imm = db.imm[1:]
 	db.publishReadState()
 	db.cond.Broadcast()
 	db.mu.Unlock()
 	db.removeQuietly(logName(m.LogNum()))
-	db.metrics.flushes.Add(1)
 	if t != nil {
-		db.metrics.flushBytes.Add(t.Meta.Size)
 		db.log.Info("mayfly: flushed memtable", "table", t.Meta.Num, "bytes", t.Meta.Size,
 			"rows", t.Meta.NumRows, "duration", time.Since(start))
 	}

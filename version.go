@@ -63,7 +63,19 @@ type version struct {
 
 func newVersion(levels [manifest.NumLevels][]*tableFile) *version {
 	v := &version{levels: levels}
-	slices.SortFunc(v.levels[0], func(a, b *tableFile) int {
+	sortLevels(&v.levels)
+	for _, lvl := range v.levels {
+		for _, t := range lvl {
+			t.ref()
+		}
+	}
+	v.refs.Store(1)
+	return v
+}
+
+// sortLevels puts level 0 newest first and the other levels in key order.
+func sortLevels(levels *[manifest.NumLevels][]*tableFile) {
+	slices.SortFunc(levels[0], func(a, b *tableFile) int {
 		switch {
 		case a.Meta.LargestSeq > b.Meta.LargestSeq:
 			return -1
@@ -73,15 +85,8 @@ func newVersion(levels [manifest.NumLevels][]*tableFile) *version {
 		return 0
 	})
 	for l := 1; l < manifest.NumLevels; l++ {
-		slices.SortFunc(v.levels[l], func(a, b *tableFile) int { return bytes.Compare(a.Smallest, b.Smallest) })
+		slices.SortFunc(levels[l], func(a, b *tableFile) int { return bytes.Compare(a.Smallest, b.Smallest) })
 	}
-	for _, lvl := range v.levels {
-		for _, t := range lvl {
-			t.ref()
-		}
-	}
-	v.refs.Store(1)
-	return v
 }
 
 func (v *version) ref() { v.refs.Add(1) }
@@ -156,5 +161,6 @@ func (e *versionEdit) apply(v *version) [manifest.NumLevels][]*tableFile {
 	for _, a := range e.added {
 		levels[a.level] = append(levels[a.level], a.table)
 	}
+	sortLevels(&levels)
 	return levels
 }

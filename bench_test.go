@@ -1,0 +1,292 @@
+package mayfly_test
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/mayflydb/mayfly"
+)
+
+// Benchmark shapes: 16-byte keys and 100-byte values, half random and half a
+// repeated pattern, so that block compression has something but not
+// everything to squeeze.
+const (
+	benchKeySize   = 16
+	benchValueSize = 100
+	benchRowBytes  = benchKeySize + benchValueSize
+	benchPreload   = 100_000 // rows loaded before the read benchmarks
+	benchValues    = 256     // distinct values cycled through
+)
+
+// benchValuePool returns benchValues distinct half-compressible values.
+func benchValuePool() [][]byte {
+	r := rand.New(rand.NewPCG(1, 2))
+	vals := make([][]byte, benchValues)
+	for i := range vals {
+		v := make([]byte, benchValueSize)
+		for j := 0; j < benchValueSize/2; j++ {
+			v[j] = byte(r.Uint32())
+		}
+		for j := benchValueSize / 2; j < benchValueSize; j++ {
+			v[j] = byte('a' + j%8)
+		}
+		vals[i] = v
+	}
+	return vals
+}
+
+// splitmix64 is a cheap bijective mixer, used to derive well-spread keys from
+// an index so the read benchmarks need not store their key set.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// benchKey writes the key of row i into k (len benchKeySize). Keys of
+// distinct i are distinct and in random order.
+func benchKey(k []byte, i uint64) {
+	binary.BigEndian.PutUint64(k[0:8], splitmix64(i))
+	binary.BigEndian.PutUint64(k[8:16], splitmix64(i^0x5555_5555_5555_5555))
+}
+
+// randomKey fills k with random bytes.
+func randomKey(r *rand.Rand, k []byte) {
+	binary.LittleEndian.PutUint64(k[0:8], r.Uint64())
+	binary.LittleEndian.PutUint64(k[8:16], r.Uint64())
+}
+
+// openBenchDB opens a database with default options (auto compaction on) in
+// a fresh temporary directory that lives as long as the benchmark.
+func openBenchDB(b *testing.B, mutate func(*mayfly.Options)) *mayfly.DB {
+	b.Helper()
+	o := &mayfly.Options{}
+	if mutate != nil {
+		mutate(o)
+	}
+	db, err := mayfly.Open(b.TempDir(), o)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	return db
+}
+
+// reportStalls adds the write stalls seen during the benchmark as a metric.
+func reportWriteMetrics(b *testing.B, db *mayfly.DB, ops int) {
+	m := db.Metrics()
+	if ops > 0 {
+		b.ReportMetric(float64(m.WALSyncs)/float64(ops), "syncs/op")
+	}
+	b.ReportMetric(float64(m.Flushes), "flushes")
+	b.ReportMetric(float64(m.WriteStalls), "stalls")
+}
+
+// BenchmarkPut measures single-row, non-synced puts of random keys, with
+// and without a TTL. The TTL case is the engine's main promise: it should
+// cost within a few percent of the plain case.
+func BenchmarkPut(b *testing.B) {
+	b.Run("noTTL", func(b *testing.B) {
+		benchPut(b, func(db *mayfly.DB, k, v []byte) error { return db.Put(k, v) })
+	})
+	b.Run("TTL", func(b *testing.B) {
+		benchPut(b, func(db *mayfly.DB, k, v []byte) error {
+			return db.PutTTL(k, v, mayfly.ExpireAfter(time.Hour))
+		})
+	})
+}
+
+func benchPut(b *testing.B, put func(db *mayfly.DB, k, v []byte) error) {
+	db := openBenchDB(b, nil)
+	vals := benchValuePool()
+	r := rand.New(rand.NewPCG(3, 4))
+	k := make([]byte, benchKeySize)
+	b.SetBytes(benchRowBytes)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		randomKey(r, k)
+		if err := put(db, k, vals[i%benchValues]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.StopTimer()
+	reportWriteMetrics(b, db, 0)
+}
+
+// BenchmarkPutBatch measures atomic batches of 100 rows; one op is one
+// batch.
+func BenchmarkPutBatch(b *testing.B) {
+	const perBatch = 100
+	db := openBenchDB(b, nil)
+	vals := benchValuePool()
+	r := rand.New(rand.NewPCG(5, 6))
+	k := make([]byte, benchKeySize)
+	b.SetBytes(perBatch * benchRowBytes)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		bt := db.NewBatch()
+		for j := 0; j < perBatch; j++ {
+			randomKey(r, k)
+			if err := bt.Put(k, vals[i%benchValues]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+		if err := bt.Write(nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	reportWriteMetrics(b, db, 0)
+}
+
+// BenchmarkPutSync measures puts that wait for a WAL fsync, one writer.
+func BenchmarkPutSync(b *testing.B) {
+	db := openBenchDB(b, nil)
+	vals := benchValuePool()
+	r := rand.New(rand.NewPCG(7, 8))
+	k := make([]byte, benchKeySize)
+	b.SetBytes(benchRowBytes)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		randomKey(r, k)
+		if err := db.PutWith(k, vals[i%benchValues], mayfly.DefaultTTL(), mayfly.Sync); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	b.StopTimer()
+	reportWriteMetrics(b, db, i)
+}
+
+// BenchmarkPutSyncParallel measures synced puts from 16 writers per CPU.
+// Group commit lets one fsync cover many writers: syncs/op well below 1 is
+// the evidence.
+func BenchmarkPutSyncParallel(b *testing.B) {
+	db := openBenchDB(b, nil)
+	vals := benchValuePool()
+	b.SetBytes(benchRowBytes)
+	b.ReportAllocs()
+	b.SetParallelism(16)
+	var seed uint64
+	var seedMu = make(chan struct{}, 1)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		seedMu <- struct{}{}
+		seed++
+		r := rand.New(rand.NewPCG(seed, 9))
+		<-seedMu
+		k := make([]byte, benchKeySize)
+		i := 0
+		for pb.Next() {
+			randomKey(r, k)
+			if err := db.PutWith(k, vals[i%benchValues], mayfly.DefaultTTL(), mayfly.Sync); err != nil {
+				b.Error(err)
+				return
+			}
+			i++
+		}
+	})
+	b.StopTimer()
+	reportWriteMetrics(b, db, b.N)
+}
+
+// loadBench writes rows 0..n-1 (benchKey(i)) in batches of 1000.
+func loadBench(b *testing.B, db *mayfly.DB, n int) {
+	b.Helper()
+	vals := benchValuePool()
+	k := make([]byte, benchKeySize)
+	bt := db.NewBatch()
+	for i := 0; i < n; i++ {
+		benchKey(k, uint64(i))
+		if err := bt.Put(k, vals[i%benchValues]); err != nil {
+			b.Fatal(err)
+		}
+		if bt.Len() == 1000 || i == n-1 {
+			if err := bt.Write(nil); err != nil {
+				b.Fatal(err)
+			}
+			bt = db.NewBatch()
+		}
+	}
+}
+
+// BenchmarkGet measures point lookups against 100k preloaded rows: hit and
+// miss on flushed SSTables (a miss is normally answered by the bloom
+// filter), and hit on rows still in the memtable.
+func BenchmarkGet(b *testing.B) {
+	flushed := openBenchDB(b, nil)
+	loadBench(b, flushed, benchPreload)
+	if err := flushed.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	inMem := openBenchDB(b, nil)
+	loadBench(b, inMem, benchPreload)
+
+	get := func(b *testing.B, db *mayfly.DB, offset uint64, wantHit bool) {
+		r := rand.New(rand.NewPCG(10, 11))
+		k := make([]byte, benchKeySize)
+		b.SetBytes(benchRowBytes)
+		b.ReportAllocs()
+		before := db.Metrics()
+		for b.Loop() {
+			benchKey(k, offset+r.Uint64N(benchPreload))
+			_, err := db.Get(k)
+			if (err == nil) != wantHit {
+				b.Fatalf("Get: err = %v, want hit = %v", err, wantHit)
+			}
+		}
+		b.StopTimer()
+		m := db.Metrics()
+		if !wantHit {
+			b.ReportMetric(float64(m.BloomFalsePositives-before.BloomFalsePositives)/float64(b.N), "bloomFP/op")
+		}
+		if lookups := (m.BlockCacheHits - before.BlockCacheHits) + (m.BlockCacheMisses - before.BlockCacheMisses); lookups > 0 {
+			b.ReportMetric(float64(m.BlockCacheHits-before.BlockCacheHits)/float64(lookups), "cacheHitRatio")
+		}
+	}
+	b.Run("hit", func(b *testing.B) { get(b, flushed, 0, true) })
+	b.Run("miss", func(b *testing.B) { get(b, flushed, 1<<40, false) })
+	b.Run("memtable", func(b *testing.B) { get(b, inMem, 0, true) })
+}
+
+// BenchmarkScan measures a full forward scan of 100k flushed rows; one op is
+// one whole scan, SetBytes counts every key and value it returns, and ns/key
+// is the per-row cost.
+func BenchmarkScan(b *testing.B) {
+	db := openBenchDB(b, nil)
+	loadBench(b, db, benchPreload)
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(benchPreload * benchRowBytes)
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		n := 0
+		for k, v := range db.Scan(nil, nil, &err) {
+			if len(k) != benchKeySize || len(v) != benchValueSize {
+				b.Fatalf("row %d: %d-byte key, %d-byte value", n, len(k), len(v))
+			}
+			n++
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n != benchPreload {
+			b.Fatalf("scanned %d rows, want %d", n, benchPreload)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchPreload, "ns/key")
+}

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"io/fs"
+	"path/filepath"
+)
+
+type fileInfo struct {
+	name string // slash-separated, relative to the directory
+	size int64
+}
+
+// listFiles returns every regular file under dir, in lexical order.
+func listFiles(dir string) ([]fileInfo, error) {
+	var out []fileInfo
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !e.Type().IsRegular() {
+			return nil
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		out = append(out, fileInfo{name: filepath.ToSlash(rel), size: fi.Size()})
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/mayflydb/mayfly"
+	"github.com/urfave/cli/v3"
+)
+
+func statsCommand() *cli.Command {
+	return withUsageErrors(&cli.Command{
+		Name:  "stats",
+		Usage: "print per-level files, bytes, rows, TTL rows and tombstones, and the other metrics",
+		Description: "The database is opened read-only. Level figures describe the database; activity\n" +
+			"counters (gets, flushes, ...) cover only this open, so they mostly show WAL replay.",
+		Flags: []cli.Flag{
+			dirFlag(),
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
+		},
+		Action: func(_ context.Context, cmd *cli.Command) (err error) {
+			if cmd.Args().Present() {
+				return usagef("stats: unexpected arguments %q", cmd.Args().Slice())
+			}
+			db, err := openDB(cmd, true, false)
+			if err != nil {
+				return err
+			}
+			defer closeDB(db, &err)
+			m := db.Metrics()
+			w := cmd.Root().Writer
+			if cmd.Bool("json") {
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(statsJSON(cmd.String("dir"), &m))
+			}
+			return printStats(w, &m)
+		},
+	})
+}
+
+// levelStats is one level in stats --json output.
+type levelStats struct {
+	Level      int    `json:"level"`
+	Files      int    `json:"files"`
+	Bytes      uint64 `json:"bytes"`
+	Rows       uint64 `json:"rows"`
+	TTLRows    uint64 `json:"ttl_rows"`
+	Tombstones uint64 `json:"tombstones"`
+}
+
+// stats is the stats --json output: every Metrics field, snake_case.
+type stats struct {
+	Dir                    string       `json:"dir"`
+	DiskBytes              uint64       `json:"disk_bytes"`
+	Levels                 []levelStats `json:"levels"`
+	MemtableBytes          int64        `json:"memtable_bytes"`
+	ImmutableMemtables     int          `json:"immutable_memtables"`
+	ImmutableBytes         int64        `json:"immutable_bytes"`
+	RowsWritten            uint64       `json:"rows_written"`
+	BatchesCommitted       uint64       `json:"batches_committed"`
+	Gets                   uint64       `json:"gets"`
+	RowsRead               uint64       `json:"rows_read"`
+	ExpiredOnRead          uint64       `json:"expired_on_read"`
+	BloomNegatives         uint64       `json:"bloom_negatives"`
+	BloomFalsePositives    uint64       `json:"bloom_false_positives"`
+	WALBytes               uint64       `json:"wal_bytes"`
+	WALSyncs               uint64       `json:"wal_syncs"`
+	WALSegmentsCreated     uint64       `json:"wal_segments_created"`
+	WALRecordsReplayed     uint64       `json:"wal_records_replayed"`
+	WALTornTails           uint64       `json:"wal_torn_tails"`
+	Flushes                uint64       `json:"flushes"`
+	FlushBytes             uint64       `json:"flush_bytes"`
+	Compactions            uint64       `json:"compactions"`
+	CompactionBytesRead    uint64       `json:"compaction_bytes_read"`
+	CompactionBytesWritten uint64       `json:"compaction_bytes_written"`
+	WriteAmplification     float64      `json:"write_amplification"`
+	ExpiredToTombstone     uint64       `json:"expired_to_tombstone"`
+	ExpiredDropped         uint64       `json:"expired_dropped"`
+	TombstonesDropped      uint64       `json:"tombstones_dropped"`
+	TablesDeleted          uint64       `json:"tables_deleted"`
+	ManifestWrites         uint64       `json:"manifest_writes"`
+	WriteStalls            uint64       `json:"write_stalls"`
+	WriteStallTimeNanos    int64        `json:"write_stall_time_ns"`
+	BlockCacheHits         uint64       `json:"block_cache_hits"`
+	BlockCacheMisses       uint64       `json:"block_cache_misses"`
+	BlockCacheBytes        int64        `json:"block_cache_bytes"`
+	OpenSnapshots          int          `json:"open_snapshots"`
+}
+
+func statsJSON(dir string, m *mayfly.Metrics) stats {
+	s := stats{
+		Dir: dir, DiskBytes: m.DiskBytes(),
+		MemtableBytes: m.MemtableBytes, ImmutableMemtables: m.ImmutableMemtables, ImmutableBytes: m.ImmutableBytes,
+		RowsWritten: m.RowsWritten, BatchesCommitted: m.BatchesCommitted,
+		Gets: m.Gets, RowsRead: m.RowsRead, ExpiredOnRead: m.ExpiredOnRead,
+		BloomNegatives: m.BloomNegatives, BloomFalsePositives: m.BloomFalsePositives,
+		WALBytes: m.WALBytes, WALSyncs: m.WALSyncs, WALSegmentsCreated: m.WALSegmentsCreated,
+		WALRecordsReplayed: m.WALRecordsReplayed, WALTornTails: m.WALTornTails,
+		Flushes: m.Flushes, FlushBytes: m.FlushBytes, Compactions: m.Compactions,
+		CompactionBytesRead: m.CompactionBytesRead, CompactionBytesWritten: m.CompactionBytesWritten,
+		WriteAmplification: m.WriteAmplification(),
+		ExpiredToTombstone: m.ExpiredToTombstone, ExpiredDropped: m.ExpiredDropped,
+		TombstonesDropped: m.TombstonesDropped, TablesDeleted: m.TablesDeleted, ManifestWrites: m.ManifestWrites,
+		WriteStalls: m.WriteStalls, WriteStallTimeNanos: int64(m.WriteStallTime),
+		BlockCacheHits: m.BlockCacheHits, BlockCacheMisses: m.BlockCacheMisses, BlockCacheBytes: m.BlockCacheBytes,
+		OpenSnapshots: m.OpenSnapshots,
+	}
+	for l, lm := range m.Levels {
+		s.Levels = append(s.Levels, levelStats{Level: l, Files: lm.Files, Bytes: lm.Bytes,
+			Rows: lm.Rows, TTLRows: lm.TTLRows, Tombstones: lm.Tombstones})
+	}
+	return s
+}
+
+// printLevels writes a table of the levels; with skipEmpty, levels without
+// files are left out.
+func printLevels(w io.Writer, indent string, m *mayfly.Metrics, skipEmpty bool) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%slevel\tfiles\tbytes\trows\tttl_rows\ttombstones\t\n", indent)
+	var tot mayfly.LevelMetrics
+	for l, lm := range m.Levels {
+		tot.Files += lm.Files
+		tot.Bytes += lm.Bytes
+		tot.Rows += lm.Rows
+		tot.TTLRows += lm.TTLRows
+		tot.Tombstones += lm.Tombstones
+		if skipEmpty && lm.Files == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "%sL%d\t%d\t%d\t%d\t%d\t%d\t\n", indent, l, lm.Files, lm.Bytes, lm.Rows, lm.TTLRows, lm.Tombstones)
+	}
+	fmt.Fprintf(tw, "%stotal\t%d\t%d\t%d\t%d\t%d\t\n", indent, tot.Files, tot.Bytes, tot.Rows, tot.TTLRows, tot.Tombstones)
+	return tw.Flush()
+}
+
+func printStats(w io.Writer, m *mayfly.Metrics) error {
+	if err := printLevels(w, "", m, false); err != nil {
+		return err
+	}
+	s := statsJSON("", m)
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	rows := []struct {
+		name string
+		v    any
+	}{
+		{"disk_bytes", s.DiskBytes},
+		{"memtable_bytes", s.MemtableBytes},
+		{"immutable_memtables", s.ImmutableMemtables},
+		{"immutable_bytes", s.ImmutableBytes},
+		{"rows_written", s.RowsWritten},
+		{"batches_committed", s.BatchesCommitted},
+		{"gets", s.Gets},
+		{"rows_read", s.RowsRead},
+		{"expired_on_read", s.ExpiredOnRead},
+		{"bloom_negatives", s.BloomNegatives},
+		{"bloom_false_positives", s.BloomFalsePositives},
+		{"wal_bytes", s.WALBytes},
+		{"wal_syncs", s.WALSyncs},
+		{"wal_segments_created", s.WALSegmentsCreated},
+		{"wal_records_replayed", s.WALRecordsReplayed},
+		{"wal_torn_tails", s.WALTornTails},
+		{"flushes", s.Flushes},
+		{"flush_bytes", s.FlushBytes},
+		{"compactions", s.Compactions},
+		{"compaction_bytes_read", s.CompactionBytesRead},
+		{"compaction_bytes_written", s.CompactionBytesWritten},
+		{"write_amplification", fmt.Sprintf("%.2f", s.WriteAmplification)},
+		{"expired_to_tombstone", s.ExpiredToTombstone},
+		{"expired_dropped", s.ExpiredDropped},
+		{"tombstones_dropped", s.TombstonesDropped},
+		{"tables_deleted", s.TablesDeleted},
+		{"manifest_writes", s.ManifestWrites},
+		{"write_stalls", s.WriteStalls},
+		{"write_stall_time", m.WriteStallTime},
+		{"block_cache_hits", s.BlockCacheHits},
+		{"block_cache_misses", s.BlockCacheMisses},
+		{"block_cache_bytes", s.BlockCacheBytes},
+		{"open_snapshots", s.OpenSnapshots},
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s:\t%v\n", r.name, r.v)
+	}
+	return tw.Flush()
+}
