@@ -149,7 +149,7 @@ func TestNoResurrectionShapes(t *testing.T) {
 		// after writing the newer version
 		place func(db *DB) error
 		// after expiry
-		reclaim func(db *DB) error
+		reclaim  func(db *DB) error
 		snapshot bool
 	}{
 		{"newer in memtable, full compact", func(db *DB) error { return nil }, func(db *DB) error { return db.Compact(ctx, nil, nil) }, false},
