@@ -115,10 +115,14 @@ type Options struct {
 type WriteOptions struct {
 	// Sync makes the write durable (the WAL is fsynced) before the call
 	// returns. Concurrent synced writers share one fsync (group commit).
-	// Default false: the write has been handed to the operating system when
-	// the call returns, so it survives a crash of the process but not of the
-	// machine, until a later synced write, a memtable rotation or Close
-	// syncs the WAL.
+	//
+	// Default false: the call returns once the write is in the WAL buffer
+	// and the memtable. A background flusher hands the buffer to the
+	// operating system continuously (one write system call serves every
+	// commit that arrived meanwhile), so an unsynced write normally survives
+	// a crash of the process within microseconds, and a crash of the machine
+	// once a later synced write, a memtable rotation or Close has synced the
+	// WAL. Nothing acknowledged with Sync is ever lost.
 	Sync bool
 }
 

@@ -6,6 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export GOFLAGS="${GOFLAGS:-} -mod=mod"
+
+# A real S3-protocol server (versitygw, installed with `go install` on first
+# use) on 127.0.0.1 for the object-storage tests; stopped on exit.
+echo "== starting versitygw"
+eval "$(bash scripts/s3/start-versitygw.sh)"
+trap 'bash scripts/s3/stop-versitygw.sh "$MAYFLY_S3_STATE" >/dev/null 2>&1 || true' EXIT
+
 echo "== go vet"
 go vet ./...
 

@@ -55,6 +55,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"sync"
 
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/storage"
@@ -109,71 +110,163 @@ func AppendRecord(dst, payload []byte) []byte {
 // RecordLen returns the encoded size of a record carrying n payload bytes.
 func RecordLen(n int) int { return RecordHeaderSize + n }
 
-// Writer appends records to one segment. It is not safe for concurrent use;
-// the engine serializes writes (group commit builds one buffer of records).
+// maxPending bounds the bytes appended but not yet handed to the log; an
+// Append beyond it waits for the flusher.
+const maxPending = 4 << 20
+
+// Writer appends records to one segment. Appended records are handed to the
+// operating system by a background flusher goroutine, which writes whatever
+// has accumulated each time it runs, so that one write system call serves
+// many commits; Sync waits for the flusher and then makes everything durable.
+// Append, Flush, Sync and Close are safe for concurrent use.
 type Writer struct {
-	lw   storage.LogWriter
-	size int64
-	err  error // sticky: after a failed write the segment's tail is unknown
+	lw storage.LogWriter
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	pending  []byte // appended, not yet written
+	spare    []byte
+	appended int64 // bytes appended, header included
+	written  int64 // bytes handed to lw
+	err      error // sticky: after a failed write the segment's tail is unknown
+	closing  bool
+	done     chan struct{}
 }
 
 // NewWriter writes the header of segment segNum to lw, a freshly created
 // log, and returns a Writer appending to it. The header is not synced until
 // the first Sync.
 func NewWriter(lw storage.LogWriter, segNum uint64) (*Writer, error) {
-	w := &Writer{lw: lw}
-	if err := w.write(AppendHeader(make([]byte, 0, HeaderSize), segNum)); err != nil {
-		return nil, err
-	}
-	return w, nil
-}
-
-func (w *Writer) write(p []byte) error {
-	if w.err != nil {
-		return w.err
-	}
-	n, err := w.lw.Write(p)
-	w.size += int64(n)
-	if err == nil && n != len(p) {
+	w := &Writer{lw: lw, done: make(chan struct{})}
+	w.cond = sync.NewCond(&w.mu)
+	hdr := AppendHeader(make([]byte, 0, HeaderSize), segNum)
+	n, err := lw.Write(hdr)
+	if err == nil && n != len(hdr) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		w.err = fmt.Errorf("wal: write failed, segment is no longer writable: %w", err)
-		return w.err
+		return nil, fmt.Errorf("wal: write segment header: %w", err)
 	}
-	return nil
+	w.appended, w.written = int64(n), int64(n)
+	go w.flushLoop()
+	return w, nil
+}
+
+// flushLoop hands appended bytes to the log until Close.
+func (w *Writer) flushLoop() {
+	defer close(w.done)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for {
+		for len(w.pending) == 0 && !w.closing {
+			w.cond.Wait()
+		}
+		if len(w.pending) == 0 {
+			return // closing and drained
+		}
+		buf := w.pending
+		w.pending = w.spare[:0]
+		w.mu.Unlock()
+		n, err := w.lw.Write(buf)
+		if err == nil && n != len(buf) {
+			err = io.ErrShortWrite
+		}
+		w.mu.Lock()
+		w.written += int64(n)
+		w.spare = buf[:0]
+		if err != nil && w.err == nil {
+			w.err = fmt.Errorf("wal: write failed, segment is no longer writable: %w", err)
+		}
+		w.cond.Broadcast()
+		if w.err != nil {
+			return
+		}
+	}
 }
 
 // Write appends already-encoded records (one or more AppendRecord outputs,
-// concatenated) in a single write. After a failed Write or Sync every later
-// call fails: the caller must start a new segment.
+// concatenated). It returns once they are queued for the flusher, which
+// hands them to the operating system moments later; use Sync for
+// durability. After a failed write or Sync every later call fails: the
+// caller must start a new segment.
 func (w *Writer) Write(records []byte) error {
-	return w.write(records)
-}
-
-// Sync makes every record written so far durable.
-func (w *Writer) Sync() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.err == nil && !w.closing && len(w.pending) > maxPending {
+		w.cond.Wait()
+	}
 	if w.err != nil {
 		return w.err
+	}
+	if w.closing {
+		return errors.New("wal: writer is closed")
+	}
+	w.pending = append(w.pending, records...)
+	w.appended += int64(len(records))
+	w.cond.Broadcast()
+	return nil
+}
+
+// Flush waits until every record appended so far has been handed to the
+// operating system (not necessarily to the disk).
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	target := w.appended
+	for w.err == nil && w.written < target {
+		w.cond.Wait()
+	}
+	return w.err
+}
+
+// Sync makes every record appended so far durable.
+func (w *Writer) Sync() error {
+	if err := w.Flush(); err != nil {
+		return err
 	}
 	if err := w.lw.Sync(); err != nil {
 		// After a failed fsync the kernel may have dropped the dirty pages;
 		// nothing written to this segment can be trusted to be durable.
-		w.err = fmt.Errorf("wal: sync failed, segment is no longer writable: %w", err)
-		return w.err
+		w.mu.Lock()
+		if w.err == nil {
+			w.err = fmt.Errorf("wal: sync failed, segment is no longer writable: %w", err)
+		}
+		err = w.err
+		w.mu.Unlock()
+		return err
 	}
 	return nil
 }
 
-// Size returns the number of bytes written to the segment, header included.
-func (w *Writer) Size() int64 { return w.size }
+// Size returns the number of bytes appended to the segment, header included.
+func (w *Writer) Size() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.appended
+}
 
-// Close closes the underlying log without syncing it.
+// Close hands every appended record to the operating system, stops the
+// flusher and closes the underlying log, without syncing it.
 func (w *Writer) Close() error {
-	if w.err == nil {
+	w.mu.Lock()
+	if w.closing {
+		w.mu.Unlock()
+		return errors.New("wal: writer is closed")
+	}
+	w.closing = true
+	w.cond.Broadcast()
+	w.mu.Unlock()
+	<-w.done
+	w.mu.Lock()
+	err := w.err
+	if err == nil {
 		w.err = errors.New("wal: writer is closed")
 	}
-	return w.lw.Close()
+	w.mu.Unlock()
+	if cerr := w.lw.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // ReplayResult describes what Replay read.

@@ -413,8 +413,12 @@ func TestWriterStickyErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	fl.failWrite = true
-	if err := w.Write(AppendRecord(nil, []byte("xx"))); err == nil {
-		t.Fatal("write succeeded")
+	// Write only queues; the failure surfaces when the flusher writes.
+	if err := w.Write(AppendRecord(nil, []byte("xx"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err == nil {
+		t.Fatal("flush of a failed write succeeded")
 	}
 	fl.failWrite = false
 	if err := w.Write(AppendRecord(nil, []byte("yy"))); err == nil {
