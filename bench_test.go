@@ -3,6 +3,7 @@ package mayfly_test
 import (
 	"encoding/binary"
 	"math/rand/v2"
+	"syscall"
 	"testing"
 	"time"
 
@@ -79,7 +80,29 @@ func openBenchDB(b *testing.B, mutate func(*mayfly.Options)) *mayfly.DB {
 	return db
 }
 
-// reportStalls adds the write stalls seen during the benchmark as a metric.
+// cpuMeter measures the process's CPU time (user+system, all goroutines,
+// background flushes, compactions and GC included). On a shared machine
+// wall-clock ns/op swings with other load; cpu-ns/op is far steadier.
+type cpuMeter struct{ start time.Duration }
+
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func startCPU() cpuMeter { return cpuMeter{start: cpuNow()} }
+
+// report adds the CPU time per op since startCPU as the cpu-ns/op metric.
+func (c cpuMeter) report(b *testing.B) {
+	if b.N > 0 {
+		b.ReportMetric(float64(cpuNow()-c.start)/float64(b.N), "cpu-ns/op")
+	}
+}
+
+// reportWriteMetrics adds the write stalls seen during the benchmark as a metric.
 func reportWriteMetrics(b *testing.B, db *mayfly.DB, ops int) {
 	m := db.Metrics()
 	if ops > 0 {
@@ -111,6 +134,7 @@ func benchPut(b *testing.B, put func(db *mayfly.DB, k, v []byte) error) {
 	b.SetBytes(benchRowBytes)
 	b.ReportAllocs()
 	i := 0
+	cpu := startCPU()
 	for b.Loop() {
 		randomKey(r, k)
 		if err := put(db, k, vals[i%benchValues]); err != nil {
@@ -119,6 +143,7 @@ func benchPut(b *testing.B, put func(db *mayfly.DB, k, v []byte) error) {
 		i++
 	}
 	b.StopTimer()
+	cpu.report(b)
 	reportWriteMetrics(b, db, 0)
 }
 
@@ -133,6 +158,7 @@ func BenchmarkPutBatch(b *testing.B) {
 	b.SetBytes(perBatch * benchRowBytes)
 	b.ReportAllocs()
 	i := 0
+	cpu := startCPU()
 	for b.Loop() {
 		bt := db.NewBatch()
 		for j := 0; j < perBatch; j++ {
@@ -147,6 +173,7 @@ func BenchmarkPutBatch(b *testing.B) {
 		}
 	}
 	b.StopTimer()
+	cpu.report(b)
 	reportWriteMetrics(b, db, 0)
 }
 
@@ -159,6 +186,7 @@ func BenchmarkPutSync(b *testing.B) {
 	b.SetBytes(benchRowBytes)
 	b.ReportAllocs()
 	i := 0
+	cpu := startCPU()
 	for b.Loop() {
 		randomKey(r, k)
 		if err := db.PutWith(k, vals[i%benchValues], mayfly.DefaultTTL(), mayfly.Sync); err != nil {
@@ -167,6 +195,7 @@ func BenchmarkPutSync(b *testing.B) {
 		i++
 	}
 	b.StopTimer()
+	cpu.report(b)
 	reportWriteMetrics(b, db, i)
 }
 
@@ -182,6 +211,7 @@ func BenchmarkPutSyncParallel(b *testing.B) {
 	var seed uint64
 	var seedMu = make(chan struct{}, 1)
 	b.ResetTimer()
+	cpu := startCPU()
 	b.RunParallel(func(pb *testing.PB) {
 		seedMu <- struct{}{}
 		seed++
@@ -199,6 +229,7 @@ func BenchmarkPutSyncParallel(b *testing.B) {
 		}
 	})
 	b.StopTimer()
+	cpu.report(b)
 	reportWriteMetrics(b, db, b.N)
 }
 
@@ -240,6 +271,7 @@ func BenchmarkGet(b *testing.B) {
 		b.SetBytes(benchRowBytes)
 		b.ReportAllocs()
 		before := db.Metrics()
+		cpu := startCPU()
 		for b.Loop() {
 			benchKey(k, offset+r.Uint64N(benchPreload))
 			_, err := db.Get(k)
@@ -248,6 +280,7 @@ func BenchmarkGet(b *testing.B) {
 			}
 		}
 		b.StopTimer()
+		cpu.report(b)
 		m := db.Metrics()
 		if !wantHit {
 			b.ReportMetric(float64(m.BloomFalsePositives-before.BloomFalsePositives)/float64(b.N), "bloomFP/op")
@@ -272,6 +305,7 @@ func BenchmarkScan(b *testing.B) {
 	}
 	b.SetBytes(benchPreload * benchRowBytes)
 	b.ReportAllocs()
+	cpu := startCPU()
 	for b.Loop() {
 		var err error
 		n := 0
@@ -288,5 +322,6 @@ func BenchmarkScan(b *testing.B) {
 			b.Fatalf("scanned %d rows, want %d", n, benchPreload)
 		}
 	}
+	cpu.report(b)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchPreload, "ns/key")
 }

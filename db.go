@@ -11,6 +11,7 @@
 package mayfly
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -83,6 +84,12 @@ type DB struct {
 	compKick  chan struct{}
 	bgDone    sync.WaitGroup
 	closing   chan struct{}
+	// closeCtx is cancelled by Close, ending running compactions early.
+	closeCtx    context.Context
+	closeCancel context.CancelFunc
+	// manualWG counts Compact/ReclaimExpired calls in progress; Close
+	// waits for them.
+	manualWG sync.WaitGroup
 }
 
 // Open opens the database in directory dir, creating it if it does not exist.
@@ -103,6 +110,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		closing:   make(chan struct{}),
 	}
 	db.cond = sync.NewCond(&db.mu)
+	db.closeCtx, db.closeCancel = context.WithCancel(context.Background())
 	for _, f := range o.CompactionFilters {
 		db.filters = append(db.filters, filterAdapter{f})
 	}
@@ -165,10 +173,12 @@ func (db *DB) releaseVersion() {
 	}
 }
 
-// Close syncs the WAL, stops background work and releases every resource.
-// Unflushed writes stay in the WAL and are recovered by the next Open.
-// Iterators and snapshots must be closed first; using them afterwards
-// returns ErrClosed. Close returns ErrClosed if called twice.
+// Close syncs the WAL, stops background work (cancelling running
+// compactions, which leave the database as it was) and releases every
+// resource. Unflushed writes stay in the WAL and are recovered by the next
+// Open. Snapshots return ErrClosed afterwards; an iterator still open keeps
+// reading the data it pinned until it is closed, so close iterators first.
+// Close returns ErrClosed if called twice.
 func (db *DB) Close() error {
 	db.mu.Lock()
 	if db.closed {
@@ -179,7 +189,9 @@ func (db *DB) Close() error {
 	db.cond.Broadcast()
 	db.mu.Unlock()
 	close(db.closing)
+	db.closeCancel()
 	db.bgDone.Wait()
+	db.manualWG.Wait()
 
 	var errs []error
 	db.commitMu.Lock()
@@ -225,6 +237,25 @@ type readState struct {
 func (rs *readState) release() {
 	if rs.refs.Add(-1) == 0 {
 		rs.v.unref()
+	}
+}
+
+// loadReadStateSeq returns the current read state and the visible sequence
+// number as one consistent pair: every row with a sequence number up to seq
+// is in the state's memtables or tables. (Loading the sequence first could
+// pair it with a state installed later, after a compaction dropped a version
+// the sequence number should still see.)
+func (db *DB) loadReadStateSeq() (*readState, uint64, error) {
+	for {
+		rs, err := db.loadReadState()
+		if err != nil {
+			return nil, 0, err
+		}
+		seq := db.visibleSeq.Load()
+		if db.readState.Load() == rs {
+			return rs, seq, nil
+		}
+		rs.release() // a rotation or compaction raced us; take the new state
 	}
 }
 

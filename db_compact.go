@@ -74,7 +74,7 @@ func (db *DB) scheduleCompactions(g *errgroup.Group) {
 		db.startPick(p)
 		db.mu.Unlock()
 		g.Go(func() error {
-			err := db.runPick(context.Background(), p, env.Now)
+			err := db.runPick(db.closeCtx, p, env.Now)
 			db.finishPick(p, err)
 			db.kickCompaction()
 			return nil
@@ -296,6 +296,19 @@ func (db *DB) runPick(ctx context.Context, p *compaction.Pick, now int64) error 
 // conflict with running ones, then runs it. Background scheduling is paused
 // meanwhile. pick returning nil with ok == false means nothing to do.
 func (db *DB) runManual(ctx context.Context, pick func(*compaction.Levels, *compaction.Env) (*compaction.Pick, bool)) error {
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return ErrClosed
+	}
+	db.manualWG.Add(1)
+	db.mu.Unlock()
+	defer db.manualWG.Done()
+	// Close cancels the work in progress.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopOnClose := context.AfterFunc(db.closeCtx, cancel)
+	defer stopOnClose()
 	stop := context.AfterFunc(ctx, func() {
 		db.mu.Lock()
 		db.cond.Broadcast()
@@ -335,6 +348,9 @@ func (db *DB) runManual(ctx context.Context, pick func(*compaction.Levels, *comp
 	err := db.runPick(ctx, p, env.Now)
 	db.finishPickManual(p)
 	db.kickCompaction()
+	if err != nil && db.closeCtx.Err() != nil {
+		return ErrClosed
+	}
 	return err
 }
 

@@ -11,8 +11,11 @@ import (
 // Get returns the value of key, or ErrNotFound if the key has no live value
 // (never written, deleted or expired). The returned slice is the caller's.
 func (db *DB) Get(key []byte) ([]byte, error) {
-	seq := db.visibleSeq.Load()
-	return db.getAt(key, seq, db.clock.NowMillis())
+	r, err := db.lookup(key, 0, db.clock.NowMillis())
+	if err != nil {
+		return nil, err
+	}
+	return append(make([]byte, 0, len(r.Value)), r.Value...), nil
 }
 
 // TTL reports how long key has left to live. For a live key with a deadline
@@ -20,10 +23,10 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 // saturated at the largest Duration, about 292 years) and expires == true; for a live key without one, expires == false. A missing,
 // deleted or expired key returns ErrNotFound.
 func (db *DB) TTL(key []byte) (remaining time.Duration, expires bool, err error) {
-	seq := db.visibleSeq.Load()
-	return db.ttlAt(key, seq, db.clock.NowMillis())
+	return db.ttlAt(key, 0, db.clock.NowMillis())
 }
 
+// getAt reads key at snapshot sequence seq (non-zero) and time now.
 func (db *DB) getAt(key []byte, seq uint64, now int64) ([]byte, error) {
 	r, err := db.lookup(key, seq, now)
 	if err != nil {
@@ -47,13 +50,19 @@ func (db *DB) ttlAt(key []byte, seq uint64, now int64) (time.Duration, bool, err
 	return time.Duration(left) * time.Millisecond, true, nil
 }
 
-// lookup finds the newest version of key visible at seq and returns it if it
-// is live at now.
+// lookup finds the newest version of key visible at seq (0: the latest
+// committed state) and returns it if it is live at now.
 func (db *DB) lookup(key []byte, seq uint64, now int64) (format.Row, error) {
 	if err := checkReadKey(key); err != nil {
 		return format.Row{}, err
 	}
-	rs, err := db.loadReadState()
+	var rs *readState
+	var err error
+	if seq == 0 {
+		rs, seq, err = db.loadReadStateSeq()
+	} else {
+		rs, err = db.loadReadState()
+	}
 	if err != nil {
 		return format.Row{}, err
 	}

@@ -42,12 +42,19 @@ type Iterator struct {
 // NewIter returns an iterator over the database as of now. opts may be nil.
 // The iterator is unpositioned: call First, Last, SeekGE or SeekLT.
 func (db *DB) NewIter(opts *IterOptions) (*Iterator, error) {
-	seq := db.visibleSeq.Load()
-	return db.newIter(opts, seq, db.clock.NowMillis())
+	return db.newIter(opts, 0, db.clock.NowMillis())
 }
 
+// newIter returns an iterator at snapshot sequence seq, or at the latest
+// committed state when seq is 0.
 func (db *DB) newIter(opts *IterOptions, seq uint64, now int64) (*Iterator, error) {
-	rs, err := db.loadReadState()
+	var rs *readState
+	var err error
+	if seq == 0 {
+		rs, seq, err = db.loadReadStateSeq()
+	} else {
+		rs, err = db.loadReadState()
+	}
 	if err != nil {
 		return nil, err
 	}

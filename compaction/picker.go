@@ -132,11 +132,17 @@ func Targets(v *Levels, o *PickerOptions) (targets [NumLevels]int64, base int) {
 		base--
 		targets[base] = cur
 	}
-	// A level above the computed base that still holds data (the tree was
-	// larger before) stays a valid compaction source.
+	// The base never lies below a level that still holds data (the tree
+	// was larger before, and expiry shrank the bottom): L0 output placed
+	// beneath older data there would be read after it. Such levels get the
+	// base target and drain downwards as they exceed it.
 	for l := 1; l < base; l++ {
 		if len(v[l]) > 0 {
-			targets[l] = o.LBaseMaxBytes
+			for m := l; m < base; m++ {
+				targets[m] = o.LBaseMaxBytes
+			}
+			base = l
+			break
 		}
 	}
 	return targets, base

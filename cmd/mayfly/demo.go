@@ -29,6 +29,7 @@ func demoCommand() *cli.Command {
 			&cli.StringFlag{Name: "dir", Usage: "run in `DIR` (must be empty or not exist) instead of a temporary directory", TakesFile: true},
 			&cli.IntFlag{Name: "sessions", Value: 20000, Usage: "number of sessions to write (at least 4)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the temporary directory"},
+			&cli.IntFlag{Name: "until", Value: demoSteps, Usage: "stop after step `N` (1-7), leaving the database as it is then (e.g. 5: expired rows still on disk)"},
 		},
 		Action: runDemo,
 	})
@@ -74,6 +75,7 @@ type demo struct {
 	db     *mayfly.DB
 	tty    bool
 	checks int
+	until  int // the last step to run
 
 	sessions, tokens             int
 	short, standard, remember    int
@@ -89,6 +91,10 @@ func runDemo(ctx context.Context, cmd *cli.Command) (err error) {
 	if n < 4 {
 		return usagef("demo: --sessions must be at least 4, got %d", n)
 	}
+	until := cmd.Int("until")
+	if until < 1 || until > demoSteps {
+		return usagef("demo: --until must be between 1 and %d, got %d", demoSteps, until)
+	}
 	w := cmd.Root().Writer
 	dir, temp := cmd.String("dir"), false
 	if dir == "" {
@@ -99,7 +105,7 @@ func runDemo(ctx context.Context, cmd *cli.Command) (err error) {
 	} else if err := checkEmptyDir(dir); err != nil {
 		return err
 	}
-	d := &demo{w: w, dir: dir, clk: clock.NewManual(demoStart), sessions: n, tty: isTerminal(w)}
+	d := &demo{w: w, dir: dir, clk: clock.NewManual(demoStart), sessions: n, tty: isTerminal(w), until: until}
 	fmt.Fprintf(w, "Mayfly demo: a session store in %s\n", dir)
 
 	err = d.run(ctx)
@@ -116,6 +122,9 @@ func runDemo(ctx context.Context, cmd *cli.Command) (err error) {
 		}
 		fmt.Fprintf(w, "\nAll %d checks passed. Removed %s.\n", d.checks, dir)
 	default:
+		if until < demoSteps {
+			fmt.Fprintf(w, "\nStopped after step %d (--until).", until)
+		}
 		fmt.Fprintf(w, "\nAll %d checks passed. Kept %s; try:\n", d.checks, dir)
 		fmt.Fprintf(w, "  mayfly stats --dir %s\n  mayfly scan --dir %s --limit 3 --json\n", dir, dir)
 	}
@@ -145,10 +154,14 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
+// demoSteps is the number of steps of the story.
+const demoSteps = 7
+
 func (d *demo) run(ctx context.Context) error {
-	for _, step := range []func(context.Context) error{
+	steps := []func(context.Context) error{
 		d.open, d.write, d.flush, d.read, d.expire, d.compact, d.reopen,
-	} {
+	}
+	for _, step := range steps[:d.until] {
 		if err := step(ctx); err != nil {
 			return err
 		}

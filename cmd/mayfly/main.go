@@ -6,7 +6,14 @@
 //	mayfly ttl    --dir DIR [--ms] KEY
 //	mayfly delete --dir DIR KEY
 //	mayfly scan   --dir DIR [--prefix P] [--start K] [--end K] [--limit N] [--json] [--count]
-//	mayfly stats  --dir DIR [--json]
+//	mayfly stats  --dir DIR [--json] [--now RFC3339] [--plot FILE.png|.svg] [--expiry=false]
+//	mayfly check  --dir DIR
+//	mayfly compact --dir DIR [--start K] [--end K] [--json]
+//	mayfly reclaim --dir DIR [--json]
+//	mayfly bench [--dir DIR] [--keys N] [--value-size B]
+//	mayfly sst dump [--json] [--values] [--limit N] [--props] FILE
+//	mayfly wal dump [--json] [--values] (--dir DIR | FILE)
+//	mayfly manifest dump --dir DIR [--json]
 //
 // Results go to stdout, diagnostics to stderr. Exit status: 0 on success, 1
 // when the operation failed (including a missing key for get and ttl), 2 for
@@ -83,6 +90,13 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			deleteCommand(),
 			scanCommand(),
 			statsCommand(),
+			checkCommand(),
+			compactCommand(),
+			reclaimCommand(),
+			benchCommand(),
+			sstCommand(),
+			walCommand(),
+			manifestCommand(),
 		},
 		Action: func(_ context.Context, cmd *cli.Command) error {
 			if cmd.Args().Present() {

@@ -2,28 +2,53 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/mayflydb/mayfly"
+	"github.com/mayflydb/mayfly/manifest"
+	"github.com/mayflydb/mayfly/storage"
 	"github.com/urfave/cli/v3"
 )
 
 func statsCommand() *cli.Command {
 	return withUsageErrors(&cli.Command{
 		Name:  "stats",
-		Usage: "print per-level files, bytes, rows, TTL rows and tombstones, and the other metrics",
+		Usage: "print per-level files, bytes, rows, TTL rows and tombstones, the other metrics, and when the stored bytes expire",
 		Description: "The database is opened read-only. Level figures describe the database; activity\n" +
-			"counters (gets, flushes, ...) cover only this open, so they mostly show WAL replay.",
+			"counters (gets, flushes, ...) cover only this open, so they mostly show WAL replay.\n\n" +
+			"The expiry histogram reads every row of every live SSTable and files its key+value\n" +
+			"bytes by its deadline relative to now (the engine clock, or --now): already\n" +
+			"expired (dead but still on disk), within a minute, hour, day, week, later, never\n" +
+			"(no TTL), and tombstones. It costs a full read of the tables; --expiry=false\n" +
+			"skips it.",
 		Flags: []cli.Flag{
 			dirFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
+			&cli.BoolFlag{Name: "expiry", Value: true, Usage: "compute the expiry histogram (reads every row)"},
+			&cli.StringFlag{Name: "now", Usage: "judge expiry at this RFC 3339 `TIME` instead of the engine clock (e.g. 2030-01-02T15:04:05Z)"},
+			&cli.StringFlag{Name: "plot", Usage: "also draw the expiry histogram as a bar chart into `FILE` (.png or .svg)", TakesFile: true},
 		},
 		Action: func(_ context.Context, cmd *cli.Command) (err error) {
 			if cmd.Args().Present() {
 				return usagef("stats: unexpected arguments %q", cmd.Args().Slice())
+			}
+			var now time.Time
+			if cmd.IsSet("now") {
+				if now, err = time.Parse(time.RFC3339Nano, cmd.String("now")); err != nil {
+					return usagef("stats: --now: %v", err)
+				}
+			}
+			plotPath := cmd.String("plot")
+			if plotPath != "" {
+				if !cmd.Bool("expiry") {
+					return usagef("stats: --plot needs the expiry histogram (drop --expiry=false)")
+				}
+				if err := checkPlotPath(plotPath); err != nil {
+					return err
+				}
 			}
 			db, err := openDB(cmd, true, false)
 			if err != nil {
@@ -31,15 +56,64 @@ func statsCommand() *cli.Command {
 			}
 			defer closeDB(db, &err)
 			m := db.Metrics()
+			var hist *expiryHistogram
+			if cmd.Bool("expiry") {
+				if now.IsZero() {
+					if now, err = engineNow(db); err != nil {
+						return err
+					}
+				}
+				if hist, err = storedExpiry(cmd.String("dir"), now); err != nil {
+					return err
+				}
+				if plotPath != "" {
+					if err := plotExpiry(hist, cmd.String("dir"), plotPath); err != nil {
+						return fmt.Errorf("stats: --plot: %w", err)
+					}
+				}
+			}
 			w := cmd.Root().Writer
 			if cmd.Bool("json") {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(statsJSON(cmd.String("dir"), &m))
+				s := statsJSON(cmd.String("dir"), &m)
+				s.Expiry = hist
+				return writeJSON(w, s)
 			}
-			return printStats(w, &m)
+			if err := printStats(w, &m); err != nil {
+				return err
+			}
+			if hist != nil {
+				return printExpiry(w, hist)
+			}
+			return nil
 		},
 	})
+}
+
+// engineNow reads the database's clock: the system time, but never below
+// the latest time the database recorded.
+func engineNow(db *mayfly.DB) (time.Time, error) {
+	snap, err := db.NewSnapshot()
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer snap.Close()
+	return snap.Time(), nil
+}
+
+// storedExpiry computes the expiry histogram of the tables the newest
+// manifest lists. The caller holds the database open, read-only, so the
+// manifest cannot change meanwhile.
+func storedExpiry(dir string, now time.Time) (*expiryHistogram, error) {
+	s, err := storage.NewLocal(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	st, _, _, err := manifest.Load(s)
+	if err != nil {
+		return nil, err
+	}
+	return computeExpiry(s, st, now)
 }
 
 // levelStats is one level in stats --json output.
@@ -89,6 +163,8 @@ type stats struct {
 	BlockCacheMisses       uint64       `json:"block_cache_misses"`
 	BlockCacheBytes        int64        `json:"block_cache_bytes"`
 	OpenSnapshots          int          `json:"open_snapshots"`
+	// Expiry is the expiry histogram; absent with --expiry=false.
+	Expiry *expiryHistogram `json:"expiry,omitempty"`
 }
 
 func statsJSON(dir string, m *mayfly.Metrics) stats {
