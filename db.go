@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mayflydb/mayfly/clock"
 	"github.com/mayflydb/mayfly/compaction"
@@ -56,6 +57,7 @@ type DB struct {
 	manifestMu  sync.Mutex
 	manifestNum uint64
 	minLogNum   uint64 // WAL segments below it are flushed
+	epoch       uint64 // writer epoch recorded in our manifest versions
 
 	// mu guards the fields below; cond is signalled whenever a flush or
 	// compaction finishes or the DB closes.
@@ -87,6 +89,8 @@ type DB struct {
 	// closeCtx is cancelled by Close, ending running compactions early.
 	closeCtx    context.Context
 	closeCancel context.CancelFunc
+	graceMu      sync.Mutex
+	graceDeletes []graceDelete
 	// manualWG counts Compact/ReclaimExpired calls in progress; Close
 	// waits for them.
 	manualWG sync.WaitGroup
@@ -117,14 +121,16 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if o.Storage != nil {
 		db.store = o.Storage
 	} else {
-		if dir == "" {
-			return nil, fmt.Errorf("%w: empty directory name", ErrInvalidOptions)
-		}
-		local, err := storage.NewLocal(dir)
+		st, err := openLocation(db.closeCtx, dir)
 		if err != nil {
 			return nil, err
 		}
-		db.store, db.ownsFS = local, true
+		db.store, db.ownsFS = st, true
+	}
+	if o.ObsoleteFileGracePeriod == 0 {
+		if _, fenced := db.store.(storage.LogFencer); fenced {
+			o.ObsoleteFileGracePeriod = time.Minute
+		}
 	}
 	src := o.Clock
 	if src == nil {
@@ -135,7 +141,10 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if o.BlockCacheSize > 0 {
 		db.cache = sstable.NewCache(o.BlockCacheSize)
 	}
-	lock, err := db.store.Lock(!o.ReadOnly)
+	var lock io.Closer = nopCloser{}
+	if o.FollowInterval <= 0 {
+		lock, err = db.store.Lock(!o.ReadOnly)
+	}
 	if err != nil {
 		db.closeStore()
 		return nil, fmt.Errorf("mayfly: open %s: %w", dir, err)
@@ -156,9 +165,16 @@ func Open(dir string, opts *Options) (*DB, error) {
 		go db.flushLoop()
 		go db.compactionLoop()
 		db.maybeScheduleCompaction()
+	} else if o.FollowInterval > 0 {
+		db.bgDone.Add(1)
+		go db.followLoop()
 	}
 	return db, nil
 }
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
 
 func (db *DB) closeStore() {
 	if db.ownsFS {

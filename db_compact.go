@@ -44,6 +44,7 @@ func (db *DB) compactionLoop() {
 			return
 		case <-db.compKick:
 		case <-ticker.C:
+			db.sweepGraceDeletes(false)
 		case <-advanced:
 		}
 		db.scheduleCompactions(&g)

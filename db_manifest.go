@@ -1,9 +1,11 @@
 package mayfly
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/mayflydb/mayfly/manifest"
+	"github.com/mayflydb/mayfly/storage"
 )
 
 // logAndApply records the version that results from applying e to the
@@ -26,6 +28,7 @@ func (db *DB) logAndApply(e *versionEdit) error {
 		LastSeq:     db.visibleSeq.Load(),
 		ClockHWM:    db.clock.NowMillis(),
 		MinLogNum:   minLog,
+		WriterEpoch: db.epoch,
 	}
 	db.mu.Unlock()
 	for l, lvl := range levels {
@@ -35,6 +38,10 @@ func (db *DB) logAndApply(e *versionEdit) error {
 	}
 	num := db.manifestNum + 1
 	if err := manifest.Write(db.store, num, st); err != nil {
+		if errors.Is(err, storage.ErrExists) {
+			// Another writer created this version: it has taken over.
+			return fmt.Errorf("mayfly: manifest version %d exists: %w", num, ErrFenced)
+		}
 		return fmt.Errorf("mayfly: write manifest version %d: %w", num, err)
 	}
 	db.metrics.manifestWrites.Add(1)

@@ -217,6 +217,13 @@ func (db *DB) rotateMemtable() error {
 	if err != nil {
 		return err
 	}
+	// On a lock-free backend a writer that took over after our last
+	// manifest write would not know this segment: refuse to use it.
+	if err := db.checkFenced(); err != nil {
+		w.Close()
+		db.setBackgroundError(err)
+		return err
+	}
 	old := db.logWriter
 	db.mu.Lock()
 	db.imm = append(db.imm, db.mem)

@@ -36,6 +36,10 @@ var (
 	// ErrCorruption means stored data failed a checksum or did not decode.
 	// The error names the file and byte offset.
 	ErrCorruption = format.ErrCorruption
+	// ErrFenced means another writer opened the database (on an object
+	// store, where there are no locks) and this handle may no longer write.
+	// Everything it acknowledged before the takeover is kept.
+	ErrFenced = storage.ErrFenced
 	// ErrLocked means another process or DB handle holds the database.
 	ErrLocked = storage.ErrLocked
 	// ErrBackground means a background flush or compaction failed; the DB

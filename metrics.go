@@ -6,6 +6,7 @@ import (
 
 	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/manifest"
+	"github.com/mayflydb/mayfly/storage/s3"
 )
 
 // metricsCounters are the engine's running counts.
@@ -29,6 +30,7 @@ type metricsCounters struct {
 	trivialMoves                           atomic.Uint64
 	filterRemoved, filterChanged           atomic.Uint64
 	compactionsByKind                      [8]atomic.Uint64
+	followRefreshes                        atomic.Uint64
 }
 
 // LevelMetrics describes one level of the tree.
@@ -110,6 +112,12 @@ type Metrics struct {
 	WriteSlowdownTime time.Duration
 	// RunningCompactions is the number of compactions in progress.
 	RunningCompactions int
+	// FollowRefreshes counts the times a follower loaded a newer view.
+	FollowRefreshes uint64
+	// Storage holds the storage backend's request counters by name (for
+	// the S3 backend: put, get, range_get, list, delete, head, bytes_in,
+	// bytes_out, retries), or nil for backends without any.
+	Storage map[string]uint64
 
 	BlockCacheHits, BlockCacheMisses uint64
 	BlockCacheBytes                  int64
@@ -156,6 +164,10 @@ func (db *DB) Metrics() Metrics {
 		WholeFileDrops: c.wholeFileDrops.Load(), WholeFileDropBytes: c.wholeFileDropBytes.Load(),
 		FilterRemoved: c.filterRemoved.Load(), FilterChanged: c.filterChanged.Load(),
 		CompactionsByKind: make(map[string]uint64),
+		FollowRefreshes:   c.followRefreshes.Load(),
+	}
+	if sm, ok := db.store.(interface{ Metrics() s3.Metrics }); ok {
+		m.Storage = sm.Metrics().Counters()
 	}
 	for k := range c.compactionsByKind {
 		if n := c.compactionsByKind[k].Load(); n > 0 {

@@ -42,6 +42,24 @@ type Options struct {
 	// directory with other read-only handles but not with a writer.
 	ReadOnly bool
 
+	// FollowInterval, with ReadOnly, makes the handle a follower: it takes
+	// no lock (so it can run beside a writer, typically on another machine
+	// sharing an object store) and checks every FollowInterval for a newer
+	// manifest version — one small GET per interval when nothing changed —
+	// loading the tables it lists. A follower sees flushed data; with
+	// FollowWAL it also replays the WAL to see recent writes. Default 0: no
+	// following.
+	FollowInterval time.Duration
+	// FollowWAL makes a follower replay the WAL segments at every change it
+	// sees, and at open, so that it also sees writes not yet flushed.
+	FollowWAL bool
+
+	// ObsoleteFileGracePeriod delays the deletion of SSTables no version
+	// needs any more, so that followers still reading an older version are
+	// not broken. Default: 0 on a local directory (deleted at once), 1
+	// minute on an object store.
+	ObsoleteFileGracePeriod time.Duration
+
 	// Logger receives flush, compaction, recovery and corruption events.
 	// Default: silent.
 	Logger *slog.Logger
@@ -144,6 +162,9 @@ func (o *Options) withDefaults() (*Options, error) {
 	}
 	if c.DefaultTTL > 0 && c.DefaultTTL < time.Millisecond {
 		return nil, fmt.Errorf("%w: Options.DefaultTTL %v is below the 1ms resolution", ErrInvalidOptions, c.DefaultTTL)
+	}
+	if c.FollowInterval > 0 && !c.ReadOnly {
+		return nil, fmt.Errorf("%w: Options.FollowInterval needs ReadOnly", ErrInvalidOptions)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

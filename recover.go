@@ -1,9 +1,11 @@
 package mayfly
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 	"strconv"
 	"strings"
 
@@ -81,6 +83,20 @@ func (db *DB) recover() error {
 	segs, err := db.logSegments(st.MinLogNum)
 	if err != nil {
 		return err
+	}
+	db.epoch = st.WriterEpoch
+	if !db.opts.ReadOnly {
+		if err := db.takeOver(segs); err != nil {
+			return err
+		}
+		// The previous writer may have created a segment before it saw the
+		// new manifest version; list again now that it cannot.
+		if segs, err = db.logSegments(st.MinLogNum); err != nil {
+			return err
+		}
+	}
+	if db.opts.ReadOnly && db.opts.FollowInterval > 0 && !db.opts.FollowWAL {
+		segs = nil // a follower without FollowWAL sees flushed data only
 	}
 	if !db.opts.ReadOnly {
 		db.removeOrphanTables()
@@ -226,6 +242,48 @@ func (db *DB) logSegments(minLog uint64) ([]uint64, error) {
 	return segs, nil
 }
 
+// takeOver makes this handle the only writer: it writes a manifest version
+// with a higher writer epoch (a previous writer's next manifest write then
+// fails) and, on backends without locks, fences the WAL segments a previous
+// writer may still be appending to.
+func (db *DB) takeOver(segs []uint64) error {
+	db.epoch++
+	db.visibleSeq.Store(db.lastSeq)
+	if err := db.logAndApply(&versionEdit{}); err != nil {
+		return err
+	}
+	if f, ok := db.store.(storage.LogFencer); ok {
+		for _, seg := range segs {
+			if err := f.FenceLog(logName(seg)); err != nil {
+				return fmt.Errorf("mayfly: fence %s: %w", logName(seg), err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkFenced returns ErrFenced if a newer manifest version than ours
+// exists: another writer has taken over. It costs one LIST, so it runs only
+// on lock-free backends and only when a new WAL segment starts.
+func (db *DB) checkFenced() error {
+	if _, ok := db.store.(storage.LogFencer); !ok {
+		return nil
+	}
+	names, err := db.store.List(manifest.Dir)
+	if err != nil {
+		return err
+	}
+	db.manifestMu.Lock()
+	mine := db.manifestNum
+	db.manifestMu.Unlock()
+	for _, name := range names {
+		if v, ok := manifest.ParseVersionName(name); ok && v > mine {
+			return fmt.Errorf("mayfly: manifest version %d was written by another writer: %w", v, ErrFenced)
+		}
+	}
+	return nil
+}
+
 // openTable opens the reader for a manifest entry.
 func (db *DB) openTable(m *manifest.FileMeta) (*tableFile, error) {
 	f, err := db.store.Open(tableName(m.Num))
@@ -236,6 +294,14 @@ func (db *DB) openTable(m *manifest.FileMeta) (*tableFile, error) {
 	if err != nil {
 		f.Close()
 		return nil, err
+	}
+	// The file must be the table the manifest describes, not another valid
+	// table put in its place.
+	if p := r.Properties(); p.Size != m.Size || p.NumRows != m.NumRows ||
+		!bytes.Equal(p.Smallest, m.Smallest) || !bytes.Equal(p.Largest, m.Largest) {
+		r.Close()
+		return nil, format.Corruptf(tableName(m.Num), 0,
+			"table does not match its manifest entry (size %d/%d, rows %d/%d)", p.Size, m.Size, p.NumRows, m.NumRows)
 	}
 	t, err := newTableFile(db, m, r)
 	if err != nil {
@@ -274,7 +340,7 @@ func (db *DB) removeOrphanTables() {
 	for _, name := range names {
 		if n, ok := parseNum(name, "sst", ".sst"); ok && !live[n] {
 			db.log.Info("mayfly: removing orphan table", "file", name)
-			db.removeQuietly(name)
+			db.deleteObsoleteTable(n)
 		}
 	}
 }
@@ -285,7 +351,46 @@ func (db *DB) removeQuietly(name string) {
 	}
 }
 
+// deleteObsoleteTable deletes a table no version needs, at once or, with
+// Options.ObsoleteFileGracePeriod, once the grace period has passed (so
+// followers reading an older version keep working).
 func (db *DB) deleteObsoleteTable(num uint64) {
+	if g := db.opts.ObsoleteFileGracePeriod; g > 0 {
+		db.graceMu.Lock()
+		db.graceDeletes = append(db.graceDeletes, graceDelete{name: tableName(num), after: time.Now().Add(g)})
+		db.graceMu.Unlock()
+		return
+	}
 	db.removeQuietly(tableName(num))
 	db.metrics.tablesDeleted.Add(1)
+}
+
+// graceDelete is a file to delete once its grace period has passed. The
+// list lives in memory: what a crash forgets, the next Open removes as an
+// orphan.
+type graceDelete struct {
+	name  string
+	after time.Time
+}
+
+// sweepGraceDeletes deletes the files whose grace period has passed; with
+// all, every pending one (at Close).
+func (db *DB) sweepGraceDeletes(all bool) {
+	now := time.Now()
+	db.graceMu.Lock()
+	var due []string
+	keep := db.graceDeletes[:0]
+	for _, g := range db.graceDeletes {
+		if all || now.After(g.after) {
+			due = append(due, g.name)
+		} else {
+			keep = append(keep, g)
+		}
+	}
+	db.graceDeletes = keep
+	db.graceMu.Unlock()
+	for _, name := range due {
+		db.removeQuietly(name)
+		db.metrics.tablesDeleted.Add(1)
+	}
 }

@@ -97,7 +97,7 @@ func NewBatchReader(data []byte) (*BatchReader, error) {
 	if uint64(h.Count) > uint64(len(data)-BatchHeaderLen)/2 {
 		return nil, fmt.Errorf("batch count %d exceeds its %d bytes: %w", h.Count, len(data), ErrCorruption)
 	}
-	if h.Seq > MaxSeq || uint64(h.Count) > MaxSeq-h.Seq {
+	if h.Seq > MaxSeq || uint64(h.Count) > MaxSeq-h.Seq+1 {
 		return nil, fmt.Errorf("batch sequence %d+%d out of range: %w", h.Seq, h.Count, ErrCorruption)
 	}
 	return &BatchReader{data: data, off: BatchHeaderLen, header: h}, nil

@@ -24,6 +24,18 @@ var ErrExists = errors.New("mayfly/storage: object already exists")
 // ErrNotExist is returned when a named object does not exist.
 var ErrNotExist = errors.New("mayfly/storage: object does not exist")
 
+// ErrFenced is returned when another writer has taken over the database:
+// a newer manifest version or a fence on a log this writer was appending to.
+// The fenced writer must stop; nothing it did corrupts the database.
+var ErrFenced = errors.New("mayfly: fenced by another writer")
+
+// LogFencer is implemented by backends without locks (object stores): it
+// seals log name so that its current writer, in any process, fails with
+// ErrFenced on its next append.
+type LogFencer interface {
+	FenceLog(name string) error
+}
+
 // ErrLocked is returned by Lock when another process or another open DB in
 // this process holds the lock.
 var ErrLocked = errors.New("mayfly/storage: database is locked by another process or handle")

@@ -406,6 +406,14 @@ func Replay(s storage.Storage, name string, wantSegNum uint64, fn func(payload [
 			return res, format.Corruptf(name, off, "record with valid checksum has unknown type %d", typ)
 		}
 		if err := fn(payload); err != nil {
+			if errors.Is(err, format.ErrCorruption) {
+				var ce *format.CorruptionError
+				if !errors.As(err, &ce) {
+					// A record that passed its checksum but does not decode:
+					// name the segment and the record's offset.
+					return res, format.Corruptf(name, off, "record does not decode: %v", err)
+				}
+			}
 			return res, err
 		}
 		off += RecordHeaderSize + int64(length)

@@ -78,7 +78,7 @@ import (
 // ErrFenced is wrapped by the errors of a log writer whose log was fenced by
 // another writer (see Store.FenceLog). Nothing it wrote after the fence is
 // stored; the writer is dead.
-var ErrFenced = errors.New("mayfly/s3: fenced by another writer")
+var ErrFenced = storage.ErrFenced
 
 // tokenKey names the user metadata entry holding a conditional write's
 // random token.

@@ -29,6 +29,15 @@ type Metrics struct {
 	Retries   uint64 // attempts the retryer decided to repeat
 }
 
+// Counters returns the metrics by name, for Mayfly's Metrics.Storage.
+func (m Metrics) Counters() map[string]uint64 {
+	return map[string]uint64{
+		"put": m.Puts, "get": m.Gets, "range_get": m.RangeGets, "list": m.Lists,
+		"delete": m.Deletes, "head": m.Heads, "post": m.Posts,
+		"bytes_out": m.BytesOut, "bytes_in": m.BytesIn, "retries": m.Retries,
+	}
+}
+
 // Requests returns the total number of requests counted in m.
 func (m Metrics) Requests() uint64 {
 	return m.Puts + m.Gets + m.RangeGets + m.Lists + m.Deletes + m.Heads + m.Posts

@@ -1,0 +1,32 @@
+package mayfly
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mayflydb/mayfly/storage"
+	"github.com/mayflydb/mayfly/storage/s3"
+)
+
+// openLocation opens the storage for a location given to Open: a local
+// directory, or an S3 URL of the form
+// s3://bucket/prefix?endpoint=http://host:port&region=r&path_style=true
+// (credentials come from the standard AWS chain: environment, shared
+// files, instance roles; never from the URL).
+func openLocation(ctx context.Context, location string) (storage.Storage, error) {
+	if location == "" {
+		return nil, fmt.Errorf("%w: empty location", ErrInvalidOptions)
+	}
+	if strings.HasPrefix(location, "s3://") {
+		cfg, err := s3.ParseURL(location)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return s3.New(ctx, cfg)
+	}
+	return storage.NewLocal(location)
+}

@@ -1,0 +1,338 @@
+package corruption
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"strings"
+	"testing"
+
+	"github.com/mayflydb/mayfly"
+	"github.com/mayflydb/mayfly/storage"
+)
+
+// WAL segment layout (wal/wal.go): a 24-byte header, then records of
+// crc32c u32 | length u32 | type u8 | payload; the CRC covers length, type
+// and payload.
+const (
+	walHeaderLen = 24
+	recHeaderLen = 9
+)
+
+type walRecord struct{ off, len int } // len is the payload length
+
+func (r walRecord) end() int { return r.off + recHeaderLen + r.len }
+
+func parseWAL(t *testing.T, b []byte) []walRecord {
+	t.Helper()
+	var out []walRecord
+	for off := walHeaderLen; off+recHeaderLen <= len(b); {
+		n := int(binary.LittleEndian.Uint32(b[off+4:]))
+		if b[off+8] == 0 {
+			break // end marker
+		}
+		if off+recHeaderLen+n > len(b) {
+			t.Fatalf("record at %d runs past the segment", off)
+		}
+		out = append(out, walRecord{off, n})
+		off += recHeaderLen + n
+	}
+	return out
+}
+
+// reseal recomputes the CRC of the record at r, so that damage to its
+// payload reaches the batch decoder.
+func reseal(b []byte, r walRecord) {
+	crc := crc32.Checksum(b[r.off+4:r.end()], crc32.MakeTable(crc32.Castagnoli))
+	binary.LittleEndian.PutUint32(b[r.off:], crc)
+}
+
+// walOptions keep everything in the memtable: no rotation unless asked.
+func walOptions() *mayfly.Options {
+	o := baseOptions()
+	o.MemtableSize = 4 << 20
+	return o
+}
+
+func batchKey(b, j int) string { return fmt.Sprintf("b%04d-k%d", b, j) }
+
+// writeBatches commits batches [lo, hi) of three rows each, synced, and
+// records them in m.
+func writeBatches(t *testing.T, db *mayfly.DB, m *model, lo, hi int) {
+	t.Helper()
+	for i := lo; i < hi; i++ {
+		b := db.NewBatch()
+		for j := range 3 {
+			must(t, b.Put([]byte(batchKey(i, j)), []byte(value(i))))
+			m.live[batchKey(i, j)] = value(i)
+		}
+		must(t, b.Write(mayfly.Sync))
+	}
+}
+
+// dropBatches moves the batches [lo, hi) of m to the must-be-absent set.
+func dropBatches(m *model, lo, hi int) *model {
+	c := newModel()
+	for k, v := range m.live {
+		c.live[k] = v
+	}
+	for i := lo; i < hi; i++ {
+		for j := range 3 {
+			delete(c.live, batchKey(i, j))
+			c.dead[batchKey(i, j)] = true
+		}
+	}
+	return c
+}
+
+// openRecovered opens dir, which must succeed, and checks the rows and the
+// torn-tail count.
+func openRecovered(t *testing.T, dir string, m *model, wantTorn uint64) {
+	t.Helper()
+	db, err := mayfly.Open(dir, walOptions())
+	if err != nil {
+		t.Errorf("Open: %v", err)
+		return
+	}
+	if got := db.Metrics().WALTornTails; got != wantTorn {
+		t.Errorf("WALTornTails = %d, want %d", got, wantTorn)
+	}
+	verifyAll(t, "recovered", db, m, nil, nil)
+	verifyScan(t, "recovered", db, m, false)
+	if err := db.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
+
+// oneSegment builds a database whose 40 batches are only in its single WAL
+// segment (Close does not flush).
+func oneSegment(t *testing.T) (dir string, m *model, seg string) {
+	t.Helper()
+	dir, m = t.TempDir(), newModel()
+	db, err := mayfly.Open(dir, walOptions())
+	must(t, err)
+	writeBatches(t, db, m, 0, 40)
+	must(t, db.Close())
+	if n := len(files(t, dir, "sst", ".sst")); n != 0 {
+		t.Fatalf("%d tables after Close; the data should be in the WAL only", n)
+	}
+	segs := files(t, dir, "wal", ".wal")
+	if len(segs) != 1 {
+		t.Fatalf("WAL segments %v, want one", segs)
+	}
+	return dir, m, segs[0]
+}
+
+func TestWALTornTail(t *testing.T) {
+	src, m, seg := oneSegment(t)
+	orig := readFile(t, src, seg)
+	recs := parseWAL(t, orig)
+	if len(recs) != 40 {
+		t.Fatalf("%d records, want 40 (one per synced batch)", len(recs))
+	}
+	last := recs[len(recs)-1]
+	for _, cut := range []struct {
+		desc string
+		n    int
+	}{
+		{"one byte of the record header", last.off + 1},
+		{"record header less one byte", last.off + recHeaderLen - 1},
+		{"record header only", last.off + recHeaderLen},
+		{"half the payload", last.off + recHeaderLen + last.len/2},
+		{"all but the last byte", last.end() - 1},
+	} {
+		t.Run(strings.ReplaceAll(cut.desc, " ", "_"), func(t *testing.T) {
+			dir := copyDir(t, src)
+			writeFile(t, dir, seg, orig[:cut.n])
+			want := dropBatches(m, 39, 40) // the torn batch is absent, every row of it
+			noPanic(t, "torn tail", func() { openRecovered(t, dir, want, 1) })
+			// The recovery was flushed: it survives another reopen, with
+			// nothing torn this time.
+			noPanic(t, "second open", func() { openRecovered(t, dir, want, 0) })
+		})
+	}
+	t.Run("intact", func(t *testing.T) {
+		noPanic(t, "intact", func() { openRecovered(t, copyDir(t, src), m, 0) })
+	})
+}
+
+// TestWALDamagedRecordInNewestSegment documents how damage inside the
+// newest segment is treated: like a torn write. A record that fails its
+// CRC ends the replay there, even when intact records follow; the rows of
+// that record and of every later one are dropped with a warning and
+// WALTornTails == 1. (A crash can leave unsynced records partly on disk in
+// any order, so the engine cannot tell this from a torn write; but note that
+// synced batches after the damage are lost without an error.)
+func TestWALDamagedRecordInNewestSegment(t *testing.T) {
+	src, m, seg := oneSegment(t)
+	orig := readFile(t, src, seg)
+	recs := parseWAL(t, orig)
+	for _, i := range []int{39, 20} {
+		t.Run(fmt.Sprintf("record_%d_of_40", i+1), func(t *testing.T) {
+			dir := copyDir(t, src)
+			r := recs[i]
+			writeFile(t, dir, seg, flip(orig, r.off+recHeaderLen+r.len/2))
+			noPanic(t, "damaged", func() { openRecovered(t, dir, dropBatches(m, i, 40), 1) })
+		})
+	}
+}
+
+// TestWALBadBatchWithValidCRC: a record whose CRC is right but whose batch
+// does not decode cannot come from a torn write. Open must fail with a
+// corruption error naming the segment and the record's offset.
+func TestWALBadBatchWithValidCRC(t *testing.T) {
+	src, _, seg := oneSegment(t)
+	orig := readFile(t, src, seg)
+	recs := parseWAL(t, orig)
+	r := recs[20]
+	for _, tc := range []struct {
+		desc   string
+		damage func(p []byte) // p is the record's payload (a batch)
+	}{
+		{"invalid entry flags", func(p []byte) { p[20] = 0x80 }},
+		{"count one too many", func(p []byte) { binary.LittleEndian.PutUint32(p[8:], binary.LittleEndian.Uint32(p[8:])+1) }},
+		{"key length past the end", func(p []byte) { p[21] = 0x7f }},
+	} {
+		t.Run(strings.ReplaceAll(tc.desc, " ", "_"), func(t *testing.T) {
+			dir := copyDir(t, src)
+			b := append([]byte(nil), orig...)
+			tc.damage(b[r.off+recHeaderLen : r.end()])
+			reseal(b, r)
+			writeFile(t, dir, seg, b)
+			noPanic(t, "bad batch", func() {
+				db, err := mayfly.Open(dir, walOptions())
+				if err == nil {
+					db.Close()
+					t.Fatal("Open succeeded")
+				}
+				if !errors.Is(err, mayfly.ErrCorruption) || !strings.Contains(err.Error(), seg) {
+					t.Fatalf("Open: %v; want ErrCorruption naming %s", err, seg)
+				}
+				checkCorruption(t, "Open", err, seg, func(o int64) bool { return o == int64(r.off) })
+			})
+			writeFile(t, dir, seg, orig)
+		})
+	}
+}
+
+// gatedStorage blocks the creation of tables until gate is closed, then
+// refuses it: flushes hang, then fail, so that the WAL segments of frozen
+// memtables stay live.
+type gatedStorage struct {
+	storage.Storage
+	gate chan struct{}
+}
+
+var errRefused = errors.New("test: table creation refused")
+
+func (g *gatedStorage) Create(name string) (storage.ObjectWriter, error) {
+	if strings.HasPrefix(name, "sst/") {
+		<-g.gate
+		return nil, errRefused
+	}
+	return g.Storage.Create(name)
+}
+
+// twoSegments builds a database whose data is in two WAL segments, neither
+// flushed: a memtable rotation starts the second segment, and the flush of
+// the first memtable is held and then made to fail before Close.
+func twoSegments(t *testing.T) (dir string, m *model, older, newer string) {
+	t.Helper()
+	dir, m = t.TempDir(), newModel()
+	local, err := storage.NewLocal(dir)
+	must(t, err)
+	gs := &gatedStorage{Storage: local, gate: make(chan struct{})}
+	o := baseOptions()
+	o.Storage = gs
+	o.MemtableSize = 8 << 10
+	o.MaxImmutableMemtables = 4
+	db, err := mayfly.Open(dir, o)
+	must(t, err)
+	released := false
+	defer func() {
+		if !released {
+			close(gs.gate)
+			db.Close()
+			local.Close()
+		}
+	}()
+	n := 0
+	for ; db.Metrics().WALSegmentsCreated < 2; n++ {
+		if n > 1000 {
+			t.Fatal("no memtable rotation after 1000 batches")
+		}
+		writeBatches(t, db, m, n, n+1)
+	}
+	// A few batches in the second segment; far below MemtableSize.
+	writeBatches(t, db, m, n, n+10)
+	if got := db.Metrics().WALSegmentsCreated; got != 2 {
+		t.Fatalf("%d segments created, want 2", got)
+	}
+	released = true
+	close(gs.gate)
+	if err := db.Close(); err != nil {
+		t.Logf("Close after the refused flush: %v", err)
+	}
+	must(t, local.Close())
+	segs := files(t, dir, "wal", ".wal")
+	if len(segs) != 2 || len(files(t, dir, "sst", ".sst")) != 0 {
+		t.Fatalf("could not produce two live WAL segments: segments %v, tables %v", segs, files(t, dir, "sst", ".sst"))
+	}
+	return dir, m, segs[0], segs[1]
+}
+
+func TestWALOlderSegment(t *testing.T) {
+	src, m, older, newer := twoSegments(t)
+	origOld := readFile(t, src, older)
+	origNew := readFile(t, src, newer)
+	recs := parseWAL(t, origOld)
+	if len(recs) < 5 {
+		t.Fatalf("older segment has %d records", len(recs))
+	}
+	mid := recs[len(recs)/2]
+
+	t.Run("intact", func(t *testing.T) {
+		noPanic(t, "intact", func() { openRecovered(t, copyDir(t, src), m, 0) })
+	})
+
+	for _, tc := range []struct {
+		desc   string
+		damage func() []byte
+		at     int64 // offset the error must report
+	}{
+		{"payload byte of a middle record", func() []byte { return flip(origOld, mid.off+recHeaderLen+mid.len/2) }, int64(mid.off)},
+		{"CRC of a middle record", func() []byte { return flip(origOld, mid.off) }, int64(mid.off)},
+		{"length of a middle record", func() []byte { return flip(origOld, mid.off+5) }, int64(mid.off)},
+		{"payload byte of the last record", func() []byte { r := recs[len(recs)-1]; return flip(origOld, r.off+recHeaderLen) }, int64(recs[len(recs)-1].off)},
+		{"truncated mid-record", func() []byte { return origOld[:mid.off+recHeaderLen+mid.len/2] }, int64(mid.off)},
+		{"truncated in the last record", func() []byte { return origOld[:len(origOld)-1] }, int64(recs[len(recs)-1].off)},
+		{"segment header", func() []byte { return flip(origOld, 14) }, 0},
+	} {
+		t.Run(strings.ReplaceAll(tc.desc, " ", "_"), func(t *testing.T) {
+			dir := copyDir(t, src)
+			writeFile(t, dir, older, tc.damage())
+			noPanic(t, "damaged older segment", func() {
+				db, err := mayfly.Open(dir, walOptions())
+				if err == nil {
+					db.Close()
+					t.Fatalf("Open succeeded with a damaged older segment")
+				}
+				checkCorruption(t, "Open", err, older, func(o int64) bool { return o == tc.at })
+			})
+			// The failed Open changed nothing.
+			writeFile(t, dir, older, origOld)
+			noPanic(t, "repaired", func() { openRecovered(t, dir, m, 0) })
+		})
+	}
+
+	t.Run("torn_tail_of_the_newer_segment", func(t *testing.T) {
+		dir := copyDir(t, src)
+		nrecs := parseWAL(t, origNew)
+		last := nrecs[len(nrecs)-1]
+		writeFile(t, dir, newer, origNew[:last.off+recHeaderLen+last.len/2])
+		// The newer segment holds the last batches; the very last is torn.
+		total := len(m.live) / 3
+		noPanic(t, "torn newer", func() { openRecovered(t, dir, dropBatches(m, total-1, total), 1) })
+	})
+}
