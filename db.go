@@ -87,8 +87,8 @@ type DB struct {
 	bgDone    sync.WaitGroup
 	closing   chan struct{}
 	// closeCtx is cancelled by Close, ending running compactions early.
-	closeCtx    context.Context
-	closeCancel context.CancelFunc
+	closeCtx     context.Context
+	closeCancel  context.CancelFunc
 	graceMu      sync.Mutex
 	graceDeletes []graceDelete
 	// manualWG counts Compact/ReclaimExpired calls in progress; Close

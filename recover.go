@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/manifest"
