@@ -41,13 +41,14 @@ type DB struct {
 
 	// Commit pipeline. commitMu is held by the leader of a commit group; it
 	// also guards logWriter, logNum and lastSeq.
-	commitMu  sync.Mutex
-	queueMu   sync.Mutex
-	queue     []*commitWaiter
-	logWriter *wal.Writer
-	logNum    uint64
-	walBuf    []byte
-	lastSeq   uint64
+	commitMu   sync.Mutex
+	queueMu    sync.Mutex
+	queue      []*commitWaiter
+	spareQueue []*commitWaiter
+	logWriter  *wal.Writer
+	logNum     uint64
+	walBuf     []byte
+	lastSeq    uint64
 	// visibleSeq is the highest sequence number whose batch is fully
 	// applied; readers see rows up to it.
 	visibleSeq atomic.Uint64

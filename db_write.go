@@ -17,7 +17,10 @@ type commitWaiter struct {
 	err   error
 }
 
-var batchPool = sync.Pool{New: func() any { return &Batch{} }}
+var (
+	batchPool  = sync.Pool{New: func() any { return &Batch{} }}
+	waiterPool = sync.Pool{New: func() any { return &commitWaiter{} }}
+)
 
 // Put writes key=value with the default TTL, without waiting for an fsync.
 func (db *DB) Put(key, value []byte) error { return db.PutWith(key, value, TTL{}, nil) }
@@ -69,7 +72,9 @@ func (db *DB) commit(b *Batch, sync bool) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	w := &commitWaiter{batch: b, sync: sync}
+	w := waiterPool.Get().(*commitWaiter)
+	*w = commitWaiter{batch: b, sync: sync}
+	defer waiterPool.Put(w) // no group refers to w once commit returns
 	db.queueMu.Lock()
 	db.queue = append(db.queue, w)
 	db.queueMu.Unlock()
@@ -81,7 +86,7 @@ func (db *DB) commit(b *Batch, sync bool) error {
 	}
 	db.queueMu.Lock()
 	group := db.queue
-	db.queue = nil
+	db.queue = db.spareQueue[:0]
 	db.queueMu.Unlock()
 
 	err := db.commitGroup(group)
@@ -90,6 +95,8 @@ func (db *DB) commit(b *Batch, sync bool) error {
 			g.done, g.err = true, err
 		}
 	}
+	clear(group)
+	db.spareQueue = group[:0] // the leader alone touches spareQueue
 	return w.err
 }
 

@@ -87,20 +87,20 @@ type BatchReader struct {
 
 // NewBatchReader validates the header of data and returns a reader over its
 // entries. The rows it yields alias data.
-func NewBatchReader(data []byte) (*BatchReader, error) {
+func NewBatchReader(data []byte) (BatchReader, error) {
 	h, ok := DecodeBatchHeader(data)
 	if !ok {
-		return nil, fmt.Errorf("batch of %d bytes is shorter than its header: %w", len(data), ErrCorruption)
+		return BatchReader{}, fmt.Errorf("batch of %d bytes is shorter than its header: %w", len(data), ErrCorruption)
 	}
 	// Every entry takes at least 2 bytes (flags, key length), which bounds
 	// the count before anything is sized by it.
 	if uint64(h.Count) > uint64(len(data)-BatchHeaderLen)/2 {
-		return nil, fmt.Errorf("batch count %d exceeds its %d bytes: %w", h.Count, len(data), ErrCorruption)
+		return BatchReader{}, fmt.Errorf("batch count %d exceeds its %d bytes: %w", h.Count, len(data), ErrCorruption)
 	}
 	if h.Seq > MaxSeq || uint64(h.Count) > MaxSeq-h.Seq+1 {
-		return nil, fmt.Errorf("batch sequence %d+%d out of range: %w", h.Seq, h.Count, ErrCorruption)
+		return BatchReader{}, fmt.Errorf("batch sequence %d+%d out of range: %w", h.Seq, h.Count, ErrCorruption)
 	}
-	return &BatchReader{data: data, off: BatchHeaderLen, header: h}, nil
+	return BatchReader{data: data, off: BatchHeaderLen, header: h}, nil
 }
 
 // Header returns the batch header.

@@ -21,32 +21,32 @@ type iterator struct {
 	row     format.Row
 }
 
-func (it *iterator) fillForward(pivot format.Row, inclusive bool) bool {
+func (it *iterator) fillForward(p format.Row, inclusive bool) bool {
 	it.buf = it.buf[:0]
 	it.pos = 0
 	it.forward = true
 	it.m.mu.RLock()
-	it.m.tree.AscendGreaterOrEqual(pivot, func(r format.Row) bool {
-		if !inclusive && r.Seq == pivot.Seq && bytes.Equal(r.Key, pivot.Key) {
+	it.m.tree.AscendGreaterOrEqual(pivot(p.Key, p.Seq), func(e entry) bool {
+		if !inclusive && e.seq == p.Seq && bytes.Equal(e.key, p.Key) {
 			return true
 		}
-		it.buf = append(it.buf, r)
+		it.buf = append(it.buf, *e.row)
 		return len(it.buf) < iterChunk
 	})
 	it.m.mu.RUnlock()
 	return it.settle()
 }
 
-func (it *iterator) fillBackward(pivot format.Row, inclusive bool) bool {
+func (it *iterator) fillBackward(p format.Row, inclusive bool) bool {
 	it.buf = it.buf[:0]
 	it.pos = 0
 	it.forward = false
 	it.m.mu.RLock()
-	it.m.tree.DescendLessOrEqual(pivot, func(r format.Row) bool {
-		if !inclusive && r.Seq == pivot.Seq && bytes.Equal(r.Key, pivot.Key) {
+	it.m.tree.DescendLessOrEqual(pivot(p.Key, p.Seq), func(e entry) bool {
+		if !inclusive && e.seq == p.Seq && bytes.Equal(e.key, p.Key) {
 			return true
 		}
-		it.buf = append(it.buf, r)
+		it.buf = append(it.buf, *e.row)
 		return len(it.buf) < iterChunk
 	})
 	it.m.mu.RUnlock()
@@ -80,8 +80,8 @@ func (it *iterator) First() bool {
 	it.pos = 0
 	it.forward = true
 	it.m.mu.RLock()
-	it.m.tree.Ascend(func(r format.Row) bool {
-		it.buf = append(it.buf, r)
+	it.m.tree.Ascend(func(e entry) bool {
+		it.buf = append(it.buf, *e.row)
 		return len(it.buf) < iterChunk
 	})
 	it.m.mu.RUnlock()
@@ -93,8 +93,8 @@ func (it *iterator) Last() bool {
 	it.pos = 0
 	it.forward = false
 	it.m.mu.RLock()
-	it.m.tree.Descend(func(r format.Row) bool {
-		it.buf = append(it.buf, r)
+	it.m.tree.Descend(func(e entry) bool {
+		it.buf = append(it.buf, *e.row)
 		return len(it.buf) < iterChunk
 	})
 	it.m.mu.RUnlock()

@@ -1,14 +1,18 @@
 // Package memtable holds the newest rows of a database in memory, ordered by
 // internal key, until they are flushed to an SSTable.
 //
-// A Memtable is a B-tree (github.com/google/btree) of format.Row values whose
-// key and value bytes are copied into an append-only arena. It accepts writes
+// A Memtable is a B-tree (github.com/google/btree) of small entries, each
+// pointing at a format.Row kept in a slab, with key and value bytes copied
+// into an append-only arena. An entry carries the key's first 8 bytes as an
+// integer, so most comparisons never touch the key bytes. It accepts writes
 // from one goroutine at a time (the engine's commit leader) while any number
 // of readers and iterators run concurrently. Rows are never removed, so a
 // reader that filters by sequence number sees a consistent view.
 package memtable
 
 import (
+	"bytes"
+	"encoding/binary"
 	"sync"
 	"sync/atomic"
 
@@ -17,8 +21,43 @@ import (
 )
 
 // rowOverhead approximates the memory a row costs beyond its key and value
-// bytes (the Row struct in a B-tree node plus node slack).
-const rowOverhead = 96
+// bytes (the Row in its slab, the entry in a B-tree node, node slack).
+const rowOverhead = 144
+
+// slabRows is how many Rows each slab allocation holds.
+const slabRows = 1024
+
+// entry is what the B-tree orders: user key ascending (prefix first), then
+// sequence number descending.
+type entry struct {
+	prefix uint64 // first 8 key bytes, big-endian, zero-padded
+	seq    uint64
+	key    []byte
+	row    *format.Row
+}
+
+func keyPrefix(k []byte) uint64 {
+	if len(k) >= 8 {
+		return binary.BigEndian.Uint64(k)
+	}
+	var b [8]byte
+	copy(b[:], k)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+func lessEntry(a, b entry) bool {
+	if a.prefix != b.prefix {
+		return a.prefix < b.prefix
+	}
+	if c := bytes.Compare(a.key, b.key); c != 0 {
+		return c < 0
+	}
+	return a.seq > b.seq
+}
+
+func pivot(key []byte, seq uint64) entry {
+	return entry{prefix: keyPrefix(key), seq: seq, key: key}
+}
 
 // arenaChunk is the size of each arena allocation. Rows larger than a
 // quarter chunk get their own allocation.
@@ -28,8 +67,9 @@ const arenaChunk = 1 << 20
 // by one writer and many readers.
 type Memtable struct {
 	mu    sync.RWMutex
-	tree  *btree.BTreeG[format.Row]
+	tree  *btree.BTreeG[entry]
 	arena []byte
+	slab  []format.Row
 
 	size      atomic.Int64 // approximate bytes used
 	rows      atomic.Int64
@@ -37,11 +77,19 @@ type Memtable struct {
 	maxCommit atomic.Int64
 }
 
-func lessRow(a, b format.Row) bool { return format.CompareRows(&a, &b) < 0 }
-
 // New returns an empty memtable whose rows are logged in WAL segment logNum.
 func New(logNum uint64) *Memtable {
-	return &Memtable{tree: btree.NewG(32, lessRow), logNum: logNum}
+	return &Memtable{tree: btree.NewG(32, lessEntry), logNum: logNum}
+}
+
+// insert stores a copy of r (bytes already in the arena). Caller holds mu.
+func (m *Memtable) insert(r *format.Row) {
+	if len(m.slab) == cap(m.slab) {
+		m.slab = make([]format.Row, 0, slabRows)
+	}
+	m.slab = append(m.slab, *r)
+	p := &m.slab[len(m.slab)-1]
+	m.tree.ReplaceOrInsert(entry{prefix: keyPrefix(p.Key), seq: p.Seq, key: p.Key, row: p})
 }
 
 // LogNum returns the WAL segment number this memtable's rows were logged in.
@@ -102,7 +150,7 @@ func (m *Memtable) ApplyBatch(data []byte) error {
 		added += int64(len(r.Key)+len(r.Value)) + rowOverhead
 		r.Key = m.alloc(r.Key)
 		r.Value = m.alloc(r.Value)
-		m.tree.ReplaceOrInsert(r)
+		m.insert(&r)
 		n++
 	}
 	m.size.Add(added)
@@ -120,7 +168,7 @@ func (m *Memtable) Add(r *format.Row) {
 	c := *r
 	c.Key = m.alloc(r.Key)
 	c.Value = m.alloc(r.Value)
-	m.tree.ReplaceOrInsert(c)
+	m.insert(&c)
 	m.size.Add(int64(len(r.Key)+len(r.Value)) + rowOverhead)
 	m.rows.Add(1)
 }
@@ -128,13 +176,12 @@ func (m *Memtable) Add(r *format.Row) {
 // Get returns the newest row of ukey with Seq <= seq, tombstones included.
 // The returned row's bytes are immutable and may be retained.
 func (m *Memtable) Get(ukey []byte, seq uint64) (format.Row, bool) {
-	pivot := format.Row{Key: ukey, Seq: seq}
 	var out format.Row
 	found := false
 	m.mu.RLock()
-	m.tree.AscendGreaterOrEqual(pivot, func(r format.Row) bool {
-		if string(r.Key) == string(ukey) {
-			out, found = r, true
+	m.tree.AscendGreaterOrEqual(pivot(ukey, seq), func(e entry) bool {
+		if bytes.Equal(e.key, ukey) {
+			out, found = *e.row, true
 		}
 		return false
 	})
