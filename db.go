@@ -326,6 +326,7 @@ func (db *DB) setBackgroundError(err error) {
 	if db.bgErr == nil {
 		db.bgErr = fmt.Errorf("%w: %w", ErrBackground, err)
 		db.log.Error("mayfly: background error; writes are refused until reopen", "err", err)
+		db.opts.EventListener.backgroundError(db.bgErr)
 	}
 	db.cond.Broadcast()
 	db.mu.Unlock()

@@ -220,9 +220,16 @@ func (db *DB) tablesOfPick(p *compaction.Pick) []*tableFile {
 
 // runPick executes a compaction. now is the compaction clock it was picked
 // at.
-func (db *DB) runPick(ctx context.Context, p *compaction.Pick, now int64) error {
+func (db *DB) runPick(ctx context.Context, p *compaction.Pick, now int64) (err error) {
 	start := time.Now()
 	inputs := db.tablesOfPick(p)
+	info := CompactionInfo{Kind: p.Kind.String(), OutputLevel: p.OutputLevel, Bottom: p.Bottom, InputTables: len(inputs)}
+	ev := db.opts.EventListener
+	ev.compactionBegin(info)
+	defer func() {
+		info.Duration, info.Err = time.Since(start), err
+		ev.compactionEnd(info)
+	}()
 	edit := &versionEdit{deleted: make(map[uint64]bool)}
 	for _, t := range inputs {
 		edit.deleted[t.Meta.Num] = true
@@ -237,6 +244,7 @@ func (db *DB) runPick(ctx context.Context, p *compaction.Pick, now int64) error 
 			n += t.Meta.Size
 			rows += t.Meta.NumRows
 		}
+		info.ExpiredDropped = rows
 		db.metrics.wholeFileDrops.Add(uint64(len(inputs)))
 		db.metrics.wholeFileDropBytes.Add(n)
 		db.metrics.expiredDropped.Add(rows)
@@ -279,6 +287,8 @@ func (db *DB) runPick(ctx context.Context, p *compaction.Pick, now int64) error 
 		return err
 	}
 	s := ci.Stats()
+	info.OutputTables, info.BytesRead, info.BytesWritten = len(outs), inBytes, outBytes
+	info.ExpiredToTombstone, info.ExpiredDropped, info.TombstonesDropped = s.ExpiredToTombstone, s.ExpiredDropped, s.TombstonesDropped
 	db.metrics.compactions.Add(1)
 	db.metrics.compactionsByKind[p.Kind].Add(1)
 	db.metrics.compactionBytesRead.Add(inBytes)

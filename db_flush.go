@@ -78,8 +78,11 @@ func (db *DB) flushLoop() {
 // flushMemtable writes the oldest frozen memtable m to level 0.
 func (db *DB) flushMemtable(m *memtable.Memtable) error {
 	start := time.Now()
+	ev := db.opts.EventListener
+	ev.flushBegin(FlushInfo{Rows: uint64(m.Len())})
 	t, err := db.writeL0(m)
 	if err != nil {
+		ev.flushEnd(FlushInfo{Duration: time.Since(start), Err: err})
 		return err
 	}
 	edit := &versionEdit{}
@@ -97,6 +100,7 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 		if t != nil {
 			db.discardTables([]*tableFile{t})
 		}
+		ev.flushEnd(FlushInfo{Duration: time.Since(start), Err: err})
 		return err
 	}
 	db.metrics.flushes.Add(1)
@@ -109,6 +113,12 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 	db.cond.Broadcast()
 	db.mu.Unlock()
 	db.removeQuietly(logName(m.LogNum()))
+	ev.walDeleted(logName(m.LogNum()))
+	info := FlushInfo{Duration: time.Since(start)}
+	if t != nil {
+		info.Table, info.Bytes, info.Rows = tableName(t.Meta.Num), t.Meta.Size, t.Meta.NumRows
+	}
+	ev.flushEnd(info)
 	if t != nil {
 		db.log.Info("mayfly: flushed memtable", "table", t.Meta.Num, "bytes", t.Meta.Size,
 			"rows", t.Meta.NumRows, "duration", time.Since(start))

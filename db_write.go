@@ -162,9 +162,12 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 // level-0 compactions are too far behind. The caller holds commitMu.
 func (db *DB) makeRoomForWrite() error {
 	var stallStart time.Time
+	var reason string
 	defer func() {
 		if !stallStart.IsZero() {
-			db.metrics.stallNanos.Add(uint64(time.Since(stallStart)))
+			d := time.Since(stallStart)
+			db.metrics.stallNanos.Add(uint64(d))
+			db.opts.EventListener.stallEnd(StallInfo{Reason: reason, Duration: d})
 		}
 	}()
 	db.mu.Lock()
@@ -181,6 +184,11 @@ func (db *DB) makeRoomForWrite() error {
 			db.mem.Size() >= db.opts.MemtableSize && len(db.imm) >= db.opts.MaxImmutableMemtables:
 			if stallStart.IsZero() {
 				stallStart = time.Now()
+				reason = "memtables"
+				if len(db.current.levels[0]) >= db.opts.L0StopWritesThreshold {
+					reason = "l0"
+				}
+				db.opts.EventListener.stallBegin(StallInfo{Reason: reason})
 				db.metrics.stalls.Add(1)
 				db.log.Info("mayfly: write stall", "l0Files", len(db.current.levels[0]), "immutableMemtables", len(db.imm))
 			}

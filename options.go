@@ -60,6 +60,10 @@ type Options struct {
 	// minute on an object store.
 	ObsoleteFileGracePeriod time.Duration
 
+	// EventListener receives flush, compaction, stall, WAL and background
+	// error events. Default: none.
+	EventListener *EventListener
+
 	// Logger receives flush, compaction, recovery and corruption events.
 	// Default: silent.
 	Logger *slog.Logger

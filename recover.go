@@ -323,6 +323,7 @@ func (db *DB) createLogSegment(num uint64) (*wal.Writer, error) {
 		return nil, err
 	}
 	db.metrics.walSegmentsCreated.Add(1)
+	db.opts.EventListener.walCreated(logName(num))
 	return w, nil
 }
 
