@@ -90,6 +90,7 @@ type DB struct {
 	// closeCtx is cancelled by Close, ending running compactions early.
 	closeCtx     context.Context
 	closeCancel  context.CancelFunc
+	followPolls  uint64 // guarded by manifestMu
 	graceMu      sync.Mutex
 	graceDeletes []graceDelete
 	// manualWG counts Compact/ReclaimExpired calls in progress; Close

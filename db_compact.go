@@ -44,7 +44,7 @@ func (db *DB) compactionLoop() {
 			return
 		case <-db.compKick:
 		case <-ticker.C:
-			db.sweepGraceDeletes(false)
+			db.sweepGraceDeletes()
 		case <-advanced:
 		}
 		db.scheduleCompactions(&g)
@@ -283,7 +283,7 @@ func (db *DB) runPick(ctx context.Context, p *compaction.Pick, now int64) (err e
 		outBytes += t.Meta.Size
 	}
 	if err := db.logAndApply(edit); err != nil {
-		db.discardTables(outs)
+		db.discardTables(outs, err)
 		return err
 	}
 	s := ci.Stats()

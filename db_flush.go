@@ -98,7 +98,7 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 	db.mu.Unlock()
 	if err := db.logAndApply(edit); err != nil {
 		if t != nil {
-			db.discardTables([]*tableFile{t})
+			db.discardTables([]*tableFile{t}, err)
 		}
 		ev.flushEnd(FlushInfo{Duration: time.Since(start), Err: err})
 		return err
@@ -170,7 +170,7 @@ func (db *DB) writeTables(ci *compaction.Iterator, splitAt int64) ([]*tableFile,
 		if obj != nil {
 			obj.Abort()
 		}
-		db.discardTables(out)
+		db.discardTables(out, nil)
 		return nil, err
 	}
 	finish := func() error {

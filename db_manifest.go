@@ -42,7 +42,19 @@ func (db *DB) logAndApply(e *versionEdit) error {
 			// Another writer created this version: it has taken over.
 			return fmt.Errorf("mayfly: manifest version %d exists: %w", num, ErrFenced)
 		}
-		return fmt.Errorf("mayfly: write manifest version %d: %w", num, err)
+		// The version may or may not have been stored (the error can come
+		// after the object landed). Never reuse its number, and keep the
+		// tables it lists: if it did land they are live, and if not the
+		// next Open removes them as orphans.
+		db.manifestNum = num
+		return fmt.Errorf("mayfly: write manifest version %d: %w: %w", num, errManifestUncertain, err)
+	}
+	// On a backend without locks a writer that took over may already have
+	// moved past this number (and deleted the version we just re-created):
+	// make sure nothing newer exists before acting on our version.
+	if err := db.checkFencedAbove(num); err != nil {
+		db.manifestNum = num
+		return err
 	}
 	db.metrics.manifestWrites.Add(1)
 	db.manifestNum = num
@@ -82,10 +94,18 @@ func (db *DB) logAndApply(e *versionEdit) error {
 	return nil
 }
 
-// discardTables closes and deletes tables written for an edit that failed.
-func (db *DB) discardTables(tables []*tableFile) {
+// errManifestUncertain marks a manifest write whose outcome is unknown.
+var errManifestUncertain = errors.New("outcome unknown")
+
+// discardTables closes the tables written for an edit that failed and,
+// unless the manifest may list them (err is uncertain or a takeover), deletes
+// them.
+func (db *DB) discardTables(tables []*tableFile, err error) {
+	keep := errors.Is(err, errManifestUncertain) || errors.Is(err, ErrFenced)
 	for _, t := range tables {
 		t.reader.Close()
-		db.removeQuietly(tableName(t.Meta.Num))
+		if !keep {
+			db.removeQuietly(tableName(t.Meta.Num))
+		}
 	}
 }

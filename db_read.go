@@ -11,7 +11,7 @@ import (
 // Get returns the value of key, or ErrNotFound if the key has no live value
 // (never written, deleted or expired). The returned slice is the caller's.
 func (db *DB) Get(key []byte) ([]byte, error) {
-	r, err := db.lookup(key, 0, db.clock.NowMillis())
+	r, err := db.lookup(key, latestSeq, db.clock.NowMillis())
 	if err != nil {
 		return nil, err
 	}
@@ -23,10 +23,10 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 // saturated at the largest Duration, about 292 years) and expires == true; for a live key without one, expires == false. A missing,
 // deleted or expired key returns ErrNotFound.
 func (db *DB) TTL(key []byte) (remaining time.Duration, expires bool, err error) {
-	return db.ttlAt(key, 0, db.clock.NowMillis())
+	return db.ttlAt(key, latestSeq, db.clock.NowMillis())
 }
 
-// getAt reads key at snapshot sequence seq (non-zero) and time now.
+// getAt reads key at snapshot sequence seq and time now.
 func (db *DB) getAt(key []byte, seq uint64, now int64) ([]byte, error) {
 	r, err := db.lookup(key, seq, now)
 	if err != nil {
@@ -50,15 +50,19 @@ func (db *DB) ttlAt(key []byte, seq uint64, now int64) (time.Duration, bool, err
 	return time.Duration(left) * time.Millisecond, true, nil
 }
 
-// lookup finds the newest version of key visible at seq (0: the latest
-// committed state) and returns it if it is live at now.
+// latestSeq asks a read for the latest committed state rather than a
+// snapshot's sequence number (which may be 0 in an empty database).
+const latestSeq = ^uint64(0)
+
+// lookup finds the newest version of key visible at seq (latestSeq: the
+// latest committed state) and returns it if it is live at now.
 func (db *DB) lookup(key []byte, seq uint64, now int64) (format.Row, error) {
 	if err := checkReadKey(key); err != nil {
 		return format.Row{}, err
 	}
 	var rs *readState
 	var err error
-	if seq == 0 {
+	if seq == latestSeq {
 		rs, seq, err = db.loadReadStateSeq()
 	} else {
 		rs, err = db.loadReadState()

@@ -230,7 +230,7 @@ func (db *DB) rotateMemtable() error {
 	num := db.allocFileNum()
 	w, err := db.createLogSegment(num)
 	if err != nil {
-		return err
+		return err // nothing changed; the next write tries again
 	}
 	// On a lock-free backend a writer that took over after our last
 	// manifest write would not know this segment: refuse to use it.

@@ -12,6 +12,10 @@ import (
 	"github.com/mayflydb/mayfly/wal"
 )
 
+// followListEvery is how many polls a follower makes between LISTs of the
+// manifest versions.
+const followListEvery = 10
+
 // followLoop polls for new manifest versions (Options.FollowInterval).
 func (db *DB) followLoop() {
 	defer db.bgDone.Done()
@@ -44,6 +48,21 @@ func (db *DB) Refresh() (bool, error) {
 	changed := err == nil
 	if err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return false, err
+	}
+	db.followPolls++
+	if !changed && db.followPolls%followListEvery == 0 {
+		// The writer keeps only its newest versions: if it wrote several
+		// between two polls, the next number is already gone. A LIST now
+		// and then finds the newest one.
+		names, err := db.store.List(manifest.Dir)
+		if err != nil {
+			return false, err
+		}
+		for _, name := range names {
+			if v, ok := manifest.ParseVersionName(name); ok && v > db.manifestNum {
+				changed = true
+			}
+		}
 	}
 	if !changed && !db.opts.FollowWAL {
 		return false, nil

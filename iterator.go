@@ -42,15 +42,15 @@ type Iterator struct {
 // NewIter returns an iterator over the database as of now. opts may be nil.
 // The iterator is unpositioned: call First, Last, SeekGE or SeekLT.
 func (db *DB) NewIter(opts *IterOptions) (*Iterator, error) {
-	return db.newIter(opts, 0, db.clock.NowMillis())
+	return db.newIter(opts, latestSeq, db.clock.NowMillis())
 }
 
 // newIter returns an iterator at snapshot sequence seq, or at the latest
-// committed state when seq is 0.
+// committed state when seq is latestSeq.
 func (db *DB) newIter(opts *IterOptions, seq uint64, now int64) (*Iterator, error) {
 	var rs *readState
 	var err error
-	if seq == 0 {
+	if seq == latestSeq {
 		rs, seq, err = db.loadReadStateSeq()
 	} else {
 		rs, err = db.loadReadState()

@@ -142,9 +142,11 @@ type WriteOptions struct {
 	// and the memtable. A background flusher hands the buffer to the
 	// operating system continuously (one write system call serves every
 	// commit that arrived meanwhile), so an unsynced write normally survives
-	// a crash of the process within microseconds, and a crash of the machine
-	// once a later synced write, a memtable rotation or Close has synced the
-	// WAL. Nothing acknowledged with Sync is ever lost.
+	// a crash of the process within microseconds on a local disk (on an
+	// object store, within the S3 backend's FlushInterval, 100 ms by
+	// default), and a crash of the machine once a later synced write, a
+	// memtable rotation or Close has synced the WAL. Nothing acknowledged
+	// with Sync is ever lost.
 	Sync bool
 }
 

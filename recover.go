@@ -86,12 +86,7 @@ func (db *DB) recover() error {
 	}
 	db.epoch = st.WriterEpoch
 	if !db.opts.ReadOnly {
-		if err := db.takeOver(segs); err != nil {
-			return err
-		}
-		// The previous writer may have created a segment before it saw the
-		// new manifest version; list again now that it cannot.
-		if segs, err = db.logSegments(st.MinLogNum); err != nil {
+		if segs, err = db.takeOver(st.MinLogNum); err != nil {
 			return err
 		}
 	}
@@ -128,7 +123,11 @@ func (db *DB) recover() error {
 			return fmt.Errorf("mayfly: replay %s: %w", logName(seg), err)
 		}
 		if res.Torn() {
-			if i != len(segs)-1 {
+			// A segment that holds no record and whose header is missing or
+			// torn was being created when something failed: it never held
+			// data and may lie anywhere in the sequence.
+			empty := res.Records == 0 && res.TornOffset == 0
+			if i != len(segs)-1 && !empty {
 				return res.TornError(logName(seg))
 			}
 			db.log.Warn("mayfly: dropped torn record at the WAL tail",
@@ -166,11 +165,16 @@ func (db *DB) recover() error {
 	num = db.allocFileNum()
 	edit.minLogNum = num
 	if err := db.logAndApply(&edit); err != nil {
-		db.discardTables(tablesOf(edit.added))
+		db.discardTables(tablesOf(edit.added), err)
 		return err
 	}
-	for _, seg := range segs {
-		db.removeQuietly(logName(seg))
+	if _, lockFree := db.store.(storage.LogFencer); !lockFree {
+		// On a lock-free backend the replayed segments carry the fences
+		// that stop a previous writer; they stay (below MinLogNum they are
+		// never replayed again).
+		for _, seg := range segs {
+			db.removeQuietly(logName(seg))
+		}
 	}
 	w, err := db.createLogSegment(num)
 	if err != nil {
@@ -246,26 +250,48 @@ func (db *DB) logSegments(minLog uint64) ([]uint64, error) {
 // with a higher writer epoch (a previous writer's next manifest write then
 // fails) and, on backends without locks, fences the WAL segments a previous
 // writer may still be appending to.
-func (db *DB) takeOver(segs []uint64) error {
+func (db *DB) takeOver(minLog uint64) ([]uint64, error) {
 	db.epoch++
 	db.visibleSeq.Store(db.lastSeq)
+	if _, ok := db.store.(storage.LogFencer); ok {
+		// A writer we fence may still create a few files under numbers from
+		// its own counter before it notices; leave it room so that no number
+		// is ever used by both.
+		db.nextFileNum += fencedWriterGap
+	}
 	if err := db.logAndApply(&versionEdit{}); err != nil {
-		return err
+		return nil, err
+	}
+	// List after the claim: a previous writer may have started a segment
+	// before it could see the new version, but not after.
+	segs, err := db.logSegments(minLog)
+	if err != nil {
+		return nil, err
 	}
 	if f, ok := db.store.(storage.LogFencer); ok {
 		for _, seg := range segs {
-			if err := f.FenceLog(logName(seg)); err != nil {
-				return fmt.Errorf("mayfly: fence %s: %w", logName(seg), err)
+			err := f.FenceLog(logName(seg))
+			if err != nil && !errors.Is(err, storage.ErrNotExist) {
+				return nil, fmt.Errorf("mayfly: fence %s: %w", logName(seg), err)
 			}
 		}
 	}
-	return nil
+	return segs, nil
 }
 
 // checkFenced returns ErrFenced if a newer manifest version than ours
 // exists: another writer has taken over. It costs one LIST, so it runs only
-// on lock-free backends and only when a new WAL segment starts.
+// on lock-free backends, when a new WAL segment starts.
 func (db *DB) checkFenced() error {
+	db.manifestMu.Lock()
+	mine := db.manifestNum
+	db.manifestMu.Unlock()
+	return db.checkFencedAbove(mine)
+}
+
+// checkFencedAbove returns ErrFenced if a manifest version above mine
+// exists, on lock-free backends (a local directory is locked instead).
+func (db *DB) checkFencedAbove(mine uint64) error {
 	if _, ok := db.store.(storage.LogFencer); !ok {
 		return nil
 	}
@@ -273,9 +299,6 @@ func (db *DB) checkFenced() error {
 	if err != nil {
 		return err
 	}
-	db.manifestMu.Lock()
-	mine := db.manifestNum
-	db.manifestMu.Unlock()
 	for _, name := range names {
 		if v, ok := manifest.ParseVersionName(name); ok && v > mine {
 			return fmt.Errorf("mayfly: manifest version %d was written by another writer: %w", v, ErrFenced)
@@ -311,15 +334,22 @@ func (db *DB) openTable(m *manifest.FileMeta) (*tableFile, error) {
 	return t, nil
 }
 
-// createLogSegment creates WAL segment num.
+// fencedWriterGap is how far a writer taking over a lock-free location
+// moves the file-number counter past the previous writer's.
+const fencedWriterGap = 1 << 20
+
+// createLogSegment creates WAL segment num. On failure it removes whatever
+// it created, so that no empty segment is left between two others.
 func (db *DB) createLogSegment(num uint64) (*wal.Writer, error) {
 	lw, err := db.store.CreateLog(logName(num))
 	if err != nil {
+		db.removeQuietly(logName(num))
 		return nil, err
 	}
 	w, err := wal.NewWriter(lw, num)
 	if err != nil {
 		lw.Close()
+		db.removeQuietly(logName(num))
 		return nil, err
 	}
 	db.metrics.walSegmentsCreated.Add(1)
@@ -374,15 +404,16 @@ type graceDelete struct {
 	after time.Time
 }
 
-// sweepGraceDeletes deletes the files whose grace period has passed; with
-// all, every pending one (at Close).
-func (db *DB) sweepGraceDeletes(all bool) {
+// sweepGraceDeletes deletes the files whose grace period has passed. What
+// is still pending at Close is left for the next writer's Open, which
+// removes such files as orphans (again after the grace period).
+func (db *DB) sweepGraceDeletes() {
 	now := time.Now()
 	db.graceMu.Lock()
 	var due []string
 	keep := db.graceDeletes[:0]
 	for _, g := range db.graceDeletes {
-		if all || now.After(g.after) {
+		if now.After(g.after) {
 			due = append(due, g.name)
 		} else {
 			keep = append(keep, g)

@@ -4,9 +4,10 @@
 // own object "manifest/NNNNNNNNNNNNNNNNNNNN.manifest" (the version number,
 // 20 digits, zero-padded so that names sort numerically). A version is
 // created with Storage.PutIfAbsent, so it appears atomically and durably,
-// and two writers can never both create the same version. The newest
-// version that decodes is the current state; Load falls back to older
-// versions when the newest is damaged.
+// and two writers can never both create the same version. Load returns the
+// newest version that decodes and reports the newer ones it had to skip;
+// the engine refuses to open when any was skipped, since versions are
+// written atomically and a damaged newest one means lost information.
 //
 // Encoding (integers in the fixed-size fields are little-endian):
 //

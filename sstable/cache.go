@@ -11,6 +11,8 @@ package sstable
 import (
 	"sync/atomic"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/maypok86/otter/v2"
 )
 
@@ -27,6 +29,9 @@ type Cache struct {
 	misses atomic.Uint64
 	size   atomic.Int64
 	nextID atomic.Uint64
+	// loads makes concurrent misses of one block read it once: on an object
+	// store each miss is a ranged GET.
+	loads singleflight.Group
 }
 
 // CacheMetrics is a snapshot of a cache's counters.

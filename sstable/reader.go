@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"strconv"
 	"sync"
 
 	"github.com/bits-and-blooms/bloom/v3"
@@ -164,11 +165,20 @@ func (r *Reader) dataBlock(h blockHandle) ([]byte, error) {
 	if b, ok := r.cache.get(k); ok {
 		return b, nil
 	}
-	b, err := r.readBlock(h, "data")
+	if r.cache == nil || r.cache.c == nil {
+		return r.readBlock(h, "data")
+	}
+	v, err, _ := r.cache.loads.Do(strconv.FormatUint(k.id, 36)+":"+strconv.FormatUint(k.off, 36), func() (any, error) {
+		b, err := r.readBlock(h, "data")
+		if err != nil {
+			return nil, err
+		}
+		return r.cache.set(k, b), nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	return r.cache.set(k, b), nil
+	return v.([]byte), nil
 }
 
 // Properties returns the table's properties; the caller must not modify them.

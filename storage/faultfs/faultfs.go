@@ -185,7 +185,11 @@ type Injection struct {
 	Seq  int64
 	Op   Op
 	Name string
-	Rule Rule
+	// NameSeq is the 1-based index of the operation among the operations
+	// of its kind on the same name: 1 for the first write to a log (a WAL
+	// segment's header), for instance.
+	NameSeq int64
+	Rule    Rule
 }
 
 func (i Injection) String() string {
@@ -201,8 +205,14 @@ type FS struct {
 	mu       sync.Mutex
 	rules    []*ruleState
 	counts   [numOps]int64
+	perName  map[opName]int64
 	injected []Injection
 	hook     Hook
+}
+
+type opName struct {
+	op   Op
+	name string
 }
 
 type ruleState struct {
@@ -260,10 +270,16 @@ func (fs *FS) Injected() []Injection {
 }
 
 // begin numbers an operation, decides whether it fails and calls the hook.
-func (fs *FS) begin(op Op, name string) (int64, *Rule, Hook) {
+func (fs *FS) begin(op Op, name string) (int64, int64, *Rule, Hook) {
 	fs.mu.Lock()
 	seq := fs.seq.Add(1)
 	fs.counts[op]++
+	if fs.perName == nil {
+		fs.perName = map[opName]int64{}
+	}
+	key := opName{op, name}
+	fs.perName[key]++
+	nameSeq := fs.perName[key]
 	var fault *Rule
 	for _, r := range fs.rules {
 		if r.Op != OpAny && r.Op != op {
@@ -280,7 +296,7 @@ func (fs *FS) begin(op Op, name string) (int64, *Rule, Hook) {
 		if fault == nil && r.seen >= n && (count < 0 || r.seen < n+count) {
 			rule := r.Rule
 			fault = &rule
-			fs.injected = append(fs.injected, Injection{Seq: seq, Op: op, Name: name, Rule: rule})
+			fs.injected = append(fs.injected, Injection{Seq: seq, Op: op, Name: name, NameSeq: nameSeq, Rule: rule})
 		}
 	}
 	h := fs.hook
@@ -288,7 +304,7 @@ func (fs *FS) begin(op Op, name string) (int64, *Rule, Hook) {
 	if h != nil {
 		h(Event{Seq: seq, Op: op, Name: name, Phase: Before, Fault: fault})
 	}
-	return seq, fault, h
+	return seq, nameSeq, fault, h
 }
 
 func (fs *FS) end(seq int64, op Op, name string, fault *Rule, h Hook, err error) {
@@ -297,25 +313,49 @@ func (fs *FS) end(seq int64, op Op, name string, fault *Rule, h Hook, err error)
 	}
 }
 
-func injectedErr(seq int64, op Op, name string, r *Rule) error {
-	if r.Err != nil {
-		return fmt.Errorf("faultfs: %s %q (op %d, %s): %w: %w", op, name, seq, r.Kind, ErrInjected, r.Err)
+// FaultError is the error an injected fault returns. It wraps ErrInjected
+// and the rule's Err, if any; use errors.As to learn which operation failed.
+type FaultError struct {
+	Seq     int64
+	Op      Op
+	Name    string
+	NameSeq int64 // as in Injection
+	Kind    Kind
+	Err     error // the rule's Err, or nil
+}
+
+func (e *FaultError) Error() string {
+	s := fmt.Sprintf("faultfs: %s %q (op %d, %s): %v", e.Op, e.Name, e.Seq, e.Kind, ErrInjected)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
 	}
-	return fmt.Errorf("faultfs: %s %q (op %d, %s): %w", op, name, seq, r.Kind, ErrInjected)
+	return s
+}
+
+// Unwrap returns ErrInjected and the rule's Err.
+func (e *FaultError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrInjected, e.Err}
+	}
+	return []error{ErrInjected}
+}
+
+func injectedErr(seq, nameSeq int64, op Op, name string, r *Rule) error {
+	return &FaultError{Seq: seq, Op: op, Name: name, NameSeq: nameSeq, Kind: r.Kind, Err: r.Err}
 }
 
 // do runs a simple operation f under the fault rules.
 func (fs *FS) do(op Op, name string, f func() error) error {
-	seq, fault, h := fs.begin(op, name)
+	seq, nameSeq, fault, h := fs.begin(op, name)
 	var err error
 	switch {
 	case fault == nil:
 		err = f()
 	case fault.Kind == ErrorAfter:
 		f() // performed; its own result is replaced by the fault
-		err = injectedErr(seq, op, name, fault)
+		err = injectedErr(seq, nameSeq, op, name, fault)
 	default:
-		err = injectedErr(seq, op, name, fault)
+		err = injectedErr(seq, nameSeq, op, name, fault)
 	}
 	fs.end(seq, op, name, fault, h, err)
 	return err
@@ -323,7 +363,7 @@ func (fs *FS) do(op Op, name string, f func() error) error {
 
 // write runs a Write-like operation under the fault rules.
 func (fs *FS) write(op Op, name string, p []byte, f func([]byte) (int, error)) (int, error) {
-	seq, fault, h := fs.begin(op, name)
+	seq, nameSeq, fault, h := fs.begin(op, name)
 	var (
 		n   int
 		err error
@@ -333,12 +373,12 @@ func (fs *FS) write(op Op, name string, p []byte, f func([]byte) (int, error)) (
 		n, err = f(p)
 	case fault.Kind == ErrorAfter:
 		n, _ = f(p)
-		err = injectedErr(seq, op, name, fault)
+		err = injectedErr(seq, nameSeq, op, name, fault)
 	case fault.Kind == ShortWrite && len(p) > 0:
 		n, _ = f(p[:len(p)/2])
-		err = injectedErr(seq, op, name, fault)
+		err = injectedErr(seq, nameSeq, op, name, fault)
 	default:
-		err = injectedErr(seq, op, name, fault)
+		err = injectedErr(seq, nameSeq, op, name, fault)
 	}
 	fs.end(seq, op, name, fault, h, err)
 	return n, err
@@ -506,10 +546,10 @@ type lock struct {
 // released whatever the fault kind: a failing unlock must not wedge the
 // storage for every later test step.
 func (k *lock) Close() error {
-	seq, fault, h := k.fs.begin(OpUnlock, "")
+	seq, nameSeq, fault, h := k.fs.begin(OpUnlock, "")
 	err := k.c.Close()
 	if fault != nil {
-		err = injectedErr(seq, OpUnlock, "", fault)
+		err = injectedErr(seq, nameSeq, OpUnlock, "", fault)
 	}
 	k.fs.end(seq, OpUnlock, "", fault, h, err)
 	return err

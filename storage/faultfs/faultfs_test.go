@@ -2,6 +2,7 @@ package faultfs_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -98,8 +99,8 @@ func TestNthMatchingOperation(t *testing.T) {
 		}
 	}
 	inj := fs.Injected()
-	if len(inj) != 1 || inj[0].Op != faultfs.OpSync || inj[0].Name != "wal/000001.wal" {
-		t.Fatalf("Injected() = %v", inj)
+	if len(inj) != 1 || inj[0].Op != faultfs.OpSync || inj[0].Name != "wal/000001.wal" || inj[0].NameSeq != 3 {
+		t.Fatalf("Injected() = %+v", inj)
 	}
 }
 
@@ -304,6 +305,10 @@ func TestCustomErr(t *testing.T) {
 	wantInjected(t, err)
 	if !errors.Is(err, sentinel) {
 		t.Fatalf("err = %v, want it to wrap the rule's Err", err)
+	}
+	var fe *faultfs.FaultError
+	if !errors.As(fmt.Errorf("wrapped: %w", err), &fe) || fe.Op != faultfs.OpPutIfAbsent || fe.Name != "a/b" || fe.Seq != 1 {
+		t.Fatalf("errors.As gave %+v", fe)
 	}
 }
 

@@ -80,6 +80,10 @@ import (
 // stored; the writer is dead.
 var ErrFenced = storage.ErrFenced
 
+// logDir is where the engine keeps its logs; Open looks for log parts only
+// there.
+const logDir = "wal/"
+
 // tokenKey names the user metadata entry holding a conditional write's
 // random token.
 const tokenKey = "mayfly-token"
@@ -357,6 +361,12 @@ func (s *Store) Open(name string) (storage.ObjectReader, error) {
 	}
 	if !isNotFound(err) {
 		return nil, s.wrap("open", name, err)
+	}
+	if !strings.HasPrefix(name, logDir) {
+		// Only the WAL directory holds logs; anything else that is missing
+		// is missing, without a LIST (a follower polls for absent manifest
+		// versions, and each poll should cost one request).
+		return nil, fmt.Errorf("mayfly/s3: open %s: %w", name, storage.ErrNotExist)
 	}
 	parts, err := s.listParts(name)
 	if err != nil {

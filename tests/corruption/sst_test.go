@@ -118,7 +118,15 @@ func chosenTables(t *testing.T, dir string) []string {
 	if len(ssts) < 3 {
 		t.Fatalf("only %d tables", len(ssts))
 	}
-	return []string{ssts[0], ssts[len(ssts)-1]}
+	// The first table (compacted, below level 0) and the largest of the
+	// others (the last flush may be a small remainder of few blocks).
+	largest := ssts[1]
+	for _, name := range ssts[2:] {
+		if len(readFile(t, dir, name)) > len(readFile(t, dir, largest)) {
+			largest = name
+		}
+	}
+	return []string{ssts[0], largest}
 }
 
 // runDamaged opens a damaged copy and checks the contract. mustFail are the
@@ -306,7 +314,8 @@ func TestSSTMissing(t *testing.T) {
 func TestSSTReplacedByAnotherTable(t *testing.T) {
 	src, m := sharedTables(t)
 	ssts := files(t, src, "sst", ".sst")
-	victim, other := ssts[len(ssts)-1], ssts[len(ssts)-2]
+	chosen := chosenTables(t, src)
+	victim, other := chosen[1], ssts[0]
 	l := parseSST(t, readFile(t, src, victim))
 	victimKeys := l.keysOfTable(m)
 	dir := copyDir(t, src)
