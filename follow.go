@@ -27,7 +27,11 @@ func (db *DB) followLoop() {
 			return
 		case <-t.C:
 		}
-		if _, err := db.Refresh(); err != nil {
+		db.manifestMu.Lock()
+		db.followPolls++
+		list := db.followPolls%followListEvery == 0
+		db.manifestMu.Unlock()
+		if _, err := db.refresh(list); err != nil {
 			db.log.Warn("mayfly: follower refresh failed; will retry", "err", err)
 		}
 	}
@@ -36,9 +40,12 @@ func (db *DB) followLoop() {
 // Refresh makes a follower (ReadOnly with FollowInterval, or any read-only
 // handle) catch up with the writer now: if a newer manifest version exists
 // it loads the tables it lists, and with FollowWAL it replays the WAL. It
-// reports whether the view changed. When nothing changed it costs one GET of
-// a missing object (plus the WAL reads with FollowWAL).
-func (db *DB) Refresh() (bool, error) {
+// reports whether the view changed. It costs a probe for the next manifest
+// version and a LIST of the versions (plus the WAL reads with FollowWAL);
+// the background poll of a follower makes the LIST only every tenth time.
+func (db *DB) Refresh() (bool, error) { return db.refresh(true) }
+
+func (db *DB) refresh(list bool) (bool, error) {
 	if !db.opts.ReadOnly {
 		return false, fmt.Errorf("%w: Refresh is for read-only handles", ErrInvalidOptions)
 	}
@@ -49,8 +56,7 @@ func (db *DB) Refresh() (bool, error) {
 	if err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return false, err
 	}
-	db.followPolls++
-	if !changed && db.followPolls%followListEvery == 0 {
+	if !changed && list {
 		// The writer keeps only its newest versions: if it wrote several
 		// between two polls, the next number is already gone. A LIST now
 		// and then finds the newest one.

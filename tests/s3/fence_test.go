@@ -142,9 +142,6 @@ func skipKnownBug(t *testing.T, msg string) {
 // A's next synced write must fail with ErrFenced; if it is acknowledged,
 // it is lost, since B never sees it.
 func TestFencedWriterFirstSyncedPut(t *testing.T) {
-	skipKnownBug(t, "BUG: recover() deletes the replayed WAL segments of the previous writer, fence part included "+
-		"(removeQuietly after takeOver/FenceLog), so an idle old writer's next synced Put re-creates the deleted "+
-		"segment's part, is acknowledged with nil instead of ErrFenced, and is lost: the new writer never sees it")
 	loc := location(t)
 	clk := manual()
 	opts := &mayfly.Options{Clock: clk}
@@ -166,11 +163,6 @@ func TestFencedWriterFirstSyncedPut(t *testing.T) {
 // TestSurvivorFlushAfterZombieFlush: the fenced writer A tries to Flush
 // (it fails with ErrFenced); the new writer B's next Flush must still work.
 func TestSurvivorFlushAfterZombieFlush(t *testing.T) {
-	skipKnownBug(t, "BUG: a fenced writer's memtable rotation (rotateMemtable) creates WAL segment wal/N.wal "+
-		"before checkFenced fails and leaves it behind, and every later Flush of the fenced handle retries the "+
-		"rotation with the next number (N+1, N+2…); the numbers come from the old writer's file counter, which "+
-		"the new writer continues, so the new writer's next rotation fails with 'create log wal/N.wal: object exists' "+
-		"(its Flush, or a write that rotates the memtable, returns an error)")
 	loc := location(t)
 	opts := &mayfly.Options{Clock: manual()}
 	a := open(t, loc, opts)
@@ -210,13 +202,6 @@ func TestSurvivorFlushAfterZombieFlush(t *testing.T) {
 // compactions after B took over and flushed. They must all fail with
 // ErrFenced and leave B's database intact.
 func TestZombieCompactionCannotDamageSurvivor(t *testing.T) {
-	skipKnownBug(t, "BUG: manifest fencing relies on PutIfAbsent of version manifestNum+1, but logAndApply's "+
-		"RemoveOlder deletes all but the last two versions, so a fenced writer whose next version number was "+
-		"already written and removed by the new writer re-creates it successfully: its Compact returns nil and "+
-		"deletes its input tables (still live in the new writer's manifest); its later failing compactions, "+
-		"whose output file numbers collide with the new writer's, overwrite (unconditional PUT) and then "+
-		"discard (Remove) the new writer's tables. Reopen then fails: 'open table listed in manifest: "+
-		"sst/000008.sst: object does not exist'")
 	loc := location(t)
 	opts := &mayfly.Options{Clock: manual(), DisableAutoCompaction: true}
 	a := open(t, loc, opts)

@@ -217,10 +217,6 @@ func TestFollowerFollowWAL(t *testing.T) {
 // manifest versions between two polls of a follower (flushes, a
 // compaction); the follower's next Refresh must load the newest.
 func TestFollowerCatchesUpAfterSeveralVersions(t *testing.T) {
-	skipKnownBug(t, "BUG: Refresh (follow.go) detects a change only by GETting manifest version manifestNum+1, "+
-		"but the writer's logAndApply removes every version below its newest-but-one (RemoveOlder(num-1)); "+
-		"once the writer is 3+ versions ahead between two polls (e.g. 2 flushes), version manifestNum+1 is gone "+
-		"and the follower reports 'no change' forever, never seeing new data")
 	loc := location(t)
 	clk := manual()
 	w := open(t, loc, &mayfly.Options{Clock: clk})
