@@ -181,7 +181,7 @@ func (w *logWriter) Close() error {
 
 // maxFenceTries bounds FenceLog's race against a writer that keeps adding
 // parts.
-const maxFenceTries = 64
+const maxFenceTries = 1000
 
 // FenceLog fences log name: it writes an empty part at the log's next part
 // number (If-None-Match: *), so that the log's current writer, in any
@@ -213,7 +213,12 @@ func (s *Store) FenceLog(name string) error {
 		if !errors.Is(err, storage.ErrExists) {
 			return s.wrap("fence", name, err)
 		}
-		next++ // the writer got there first; fence the next one
+		// The writer got there first: jump to its newest part (a LIST) so
+		// that a fast writer cannot stay one step ahead for long.
+		if parts, err = s.listParts(name); err != nil {
+			return s.wrap("fence", name, err)
+		}
+		next = max(next+1, parts[len(parts)-1].n+1)
 	}
 	return fmt.Errorf("mayfly/s3: fence %s: the log kept growing over %d attempts", name, maxFenceTries)
 }
