@@ -25,6 +25,7 @@ import (
 	"github.com/mayflydb/mayfly/memtable"
 	"github.com/mayflydb/mayfly/sstable"
 	"github.com/mayflydb/mayfly/storage"
+	"github.com/mayflydb/mayfly/storage/diskcache"
 	"github.com/mayflydb/mayfly/wal"
 )
 
@@ -128,6 +129,14 @@ func Open(dir string, opts *Options) (*DB, error) {
 			return nil, err
 		}
 		db.store, db.ownsFS = st, true
+	}
+	if o.ObjectCacheDir != "" {
+		cached, err := diskcache.Wrap(db.store, o.ObjectCacheDir, o.ObjectCacheBytes, nil)
+		if err != nil {
+			db.closeStore()
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
+		db.store = cached
 	}
 	if o.ObsoleteFileGracePeriod == 0 {
 		if _, fenced := db.store.(storage.LogFencer); fenced {

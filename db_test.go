@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/clock"
+	"github.com/mayflydb/mayfly/storage"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -171,4 +172,34 @@ func TestEventListener(t *testing.T) {
 	}
 	before("flush-begin", "flush-end rows=2")
 	before("compaction-begin manual", "compaction-end manual dropped=1")
+}
+
+func TestObjectCache(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	mem := storage.NewMem()
+	cacheDir := t.TempDir()
+	opts := func(o *Options) {
+		o.Storage = mem
+		o.ObjectCacheDir = cacheDir
+		o.BlockCacheSize = -1 // every read goes to the table file
+	}
+	db := openTestDB(t, "", clk, opts)
+	for i := 0; i < 500; i++ {
+		db.Put([]byte(fmt.Sprintf("k%04d", i)), []byte("value"))
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, db, "k0007", "value")
+	db.Close()
+	db = openTestDB(t, "", clk, opts)
+	defer db.Close()
+	mustGet(t, db, "k0123", "value")
+	m := db.Metrics()
+	if m.ObjectCacheHits == 0 || m.ObjectCacheBytes == 0 {
+		t.Fatalf("object cache unused: hits %d misses %d bytes %d", m.ObjectCacheHits, m.ObjectCacheMisses, m.ObjectCacheBytes)
+	}
+	if m.ObjectCacheMisses != 0 {
+		t.Fatalf("tables written through the cache were fetched again: %d misses", m.ObjectCacheMisses)
+	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/manifest"
+	"github.com/mayflydb/mayfly/storage"
 	"github.com/mayflydb/mayfly/storage/s3"
 )
 
@@ -114,6 +115,10 @@ type Metrics struct {
 	RunningCompactions int
 	// FollowRefreshes counts the times a follower loaded a newer view.
 	FollowRefreshes uint64
+	// ObjectCacheHits, ObjectCacheMisses and ObjectCacheBytes describe the
+	// local disk cache of SSTables (Options.ObjectCacheDir).
+	ObjectCacheHits, ObjectCacheMisses uint64
+	ObjectCacheBytes                   int64
 	// Storage holds the storage backend's request counters by name (for
 	// the S3 backend: put, get, range_get, list, delete, head, bytes_in,
 	// bytes_out, retries), or nil for backends without any.
@@ -166,7 +171,16 @@ func (db *DB) Metrics() Metrics {
 		CompactionsByKind: make(map[string]uint64),
 		FollowRefreshes:   c.followRefreshes.Load(),
 	}
-	if sm, ok := db.store.(interface{ Metrics() s3.Metrics }); ok {
+	store := db.store
+	if dc, ok := store.(interface{ Unwrap() storage.Storage }); ok {
+		if c, ok := store.(interface {
+			Metrics() (hits, misses uint64, bytes int64)
+		}); ok {
+			m.ObjectCacheHits, m.ObjectCacheMisses, m.ObjectCacheBytes = c.Metrics()
+		}
+		store = dc.Unwrap()
+	}
+	if sm, ok := store.(interface{ Metrics() s3.Metrics }); ok {
 		m.Storage = sm.Metrics().Counters()
 	}
 	for k := range c.compactionsByKind {

@@ -64,6 +64,14 @@ type Options struct {
 	// error events. Default: none.
 	EventListener *EventListener
 
+	// ObjectCacheDir, if set, keeps local copies of SSTables in this
+	// directory, within ObjectCacheBytes (default 1 GiB): tables are copied
+	// when written and on first read, so reads of a database on an object
+	// store come from the local disk after the first touch. Default: no
+	// disk cache.
+	ObjectCacheDir   string
+	ObjectCacheBytes int64
+
 	// Logger receives flush, compaction, recovery and corruption events.
 	// Default: silent.
 	Logger *slog.Logger
@@ -171,6 +179,9 @@ func (o *Options) withDefaults() (*Options, error) {
 	}
 	if c.FollowInterval > 0 && !c.ReadOnly {
 		return nil, fmt.Errorf("%w: Options.FollowInterval needs ReadOnly", ErrInvalidOptions)
+	}
+	if c.ObjectCacheDir != "" && c.ObjectCacheBytes <= 0 {
+		c.ObjectCacheBytes = 1 << 30
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/manifest"
 	"github.com/mayflydb/mayfly/memtable"
@@ -60,20 +62,9 @@ func (db *DB) recover() error {
 	db.minLogNum = st.MinLogNum
 	db.clock.Observe(st.ClockHWM)
 
-	var levels [manifest.NumLevels][]*tableFile
-	for l, metas := range st.Levels {
-		for _, m := range metas {
-			t, err := db.openTable(m)
-			if err != nil {
-				for _, lvl := range levels {
-					for _, t := range lvl {
-						t.reader.Close()
-					}
-				}
-				return err
-			}
-			levels[l] = append(levels[l], t)
-		}
+	levels, err := db.openTables(st)
+	if err != nil {
+		return err
 	}
 	db.current = newVersion(levels)
 
@@ -305,6 +296,38 @@ func (db *DB) checkFencedAbove(mine uint64) error {
 		}
 	}
 	return nil
+}
+
+// openTableParallelism bounds the tables opened at once at Open: on an
+// object store each open costs round trips (footer, index, filter).
+const openTableParallelism = 8
+
+// openTables opens every table the manifest lists, several at a time.
+func (db *DB) openTables(st *manifest.State) ([manifest.NumLevels][]*tableFile, error) {
+	var levels [manifest.NumLevels][]*tableFile
+	var g errgroup.Group
+	g.SetLimit(openTableParallelism)
+	for l, metas := range st.Levels {
+		levels[l] = make([]*tableFile, len(metas))
+		for i, m := range metas {
+			g.Go(func() error {
+				t, err := db.openTable(m)
+				levels[l][i] = t
+				return err
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		for _, lvl := range levels {
+			for _, t := range lvl {
+				if t != nil {
+					t.reader.Close()
+				}
+			}
+		}
+		return levels, err
+	}
+	return levels, nil
 }
 
 // openTable opens the reader for a manifest entry.
