@@ -205,7 +205,7 @@ func (s *Store) FenceLog(name string) error {
 		return fmt.Errorf("mayfly/s3: fence %s: no such log: %w", name, storage.ErrNotExist)
 	}
 	next := parts[len(parts)-1].n + 1
-	for range maxFenceTries {
+	for attempt := range maxFenceTries {
 		err := s.putIfAbsent(s.key(partName(name, next)), nil)
 		if err == nil {
 			return nil
@@ -213,12 +213,15 @@ func (s *Store) FenceLog(name string) error {
 		if !errors.Is(err, storage.ErrExists) {
 			return s.wrap("fence", name, err)
 		}
-		// The writer got there first: jump to its newest part (a LIST) so
-		// that a fast writer cannot stay one step ahead for long.
-		if parts, err = s.listParts(name); err != nil {
-			return s.wrap("fence", name, err)
+		// The writer got there first: try the next number, and every 16
+		// losses re-list to jump to its newest part.
+		next++
+		if attempt%16 == 15 {
+			if parts, err = s.listParts(name); err != nil {
+				return s.wrap("fence", name, err)
+			}
+			next = max(next, parts[len(parts)-1].n+1)
 		}
-		next = max(next+1, parts[len(parts)-1].n+1)
 	}
 	return fmt.Errorf("mayfly/s3: fence %s: the log kept growing over %d attempts", name, maxFenceTries)
 }

@@ -191,6 +191,12 @@ func TestFenceRace(t *testing.T) {
 			t.Fatal(err)
 		}
 		wg.Wait()
+		if werr == nil {
+			// The writer finished all its syncs before the fence landed (a
+			// loaded machine); its next upload must still be refused.
+			lw.Write([]byte("late;"))
+			werr = lw.Sync()
+		}
 		lw.Close()
 		if !errors.Is(werr, ErrFenced) {
 			t.Fatalf("writer stopped with %v, want ErrFenced", werr)
