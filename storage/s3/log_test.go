@@ -173,7 +173,7 @@ func TestFenceRace(t *testing.T) {
 		var werr error
 		go func() {
 			defer wg.Done()
-			for i := 0; i < 10000; i++ {
+			for i := 0; i < 1500; i++ {
 				rec := []byte(fmt.Sprintf("r%d;", i))
 				if _, err := lw.Write(rec); err != nil {
 					werr = err
