@@ -1,0 +1,314 @@
+// Command compare runs the Mayfly/Pebble/Badger/goleveldb comparison: every
+// engine+workload in its own process (this binary re-executed with
+// -worker), repeated -reps times, and writes JSON lines, a markdown report
+// and PNG charts.
+//
+//	cd bench && go run ./cmd/compare -num 1000000 -reps 3
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mayflydb/mayfly/bench"
+)
+
+var (
+	num       = flag.Int("num", 1_000_000, "keys in the key space / ops of the fill workloads")
+	reps      = flag.Int("reps", 3, "repetitions of every engine+workload")
+	valueSize = flag.Int("value", 100, "value size in bytes")
+	reads     = flag.Int("reads", 0, "ops of the read workloads (default -num)")
+	seeks     = flag.Int("seeks", 0, "ops of seekrandom (default -num/10)")
+	syncOps   = flag.Int("syncops", 20_000, "ops of fillsync and of the fdatasync reference")
+	batchSize = flag.Int("batch", 100, "rows per batch in fillbatch")
+	ttl       = flag.Duration("ttl", 5*time.Second, "row TTL in ttlchurn")
+	churn     = flag.Duration("churn", 60*time.Second, "real-time duration of ttlchurn")
+	cacheMiB  = flag.Int64("cache", 64, "block cache budget for every engine, MiB")
+	bloom     = flag.Int("bloom", 10, "bloom filter bits per key for every engine")
+	engines   = flag.String("engines", strings.Join(bench.Engines, ","), "engines to run")
+	workloads = flag.String("workloads", strings.Join(bench.Workloads, ","), "workloads to run")
+	workdir   = flag.String("workdir", filepath.Join(os.TempDir(), "mayfly-bench"), "scratch directory for databases (same disk as the report)")
+	results   = flag.String("results", "results", "directory for the JSON lines file")
+	doc       = flag.String("doc", "../docs/benchmarks-comparison.md", "markdown report to write ('' for none)")
+	imgDir    = flag.String("img", "../docs/img", "directory for the PNG charts")
+	profile   = flag.String("profile", "", "if set: one extra, unreported pass writing CPU profiles of the timed phase to this directory")
+	noFsync   = flag.Bool("nofsyncref", false, "skip the fdatasync reference")
+	from      = flag.String("from", "", "rebuild the report and charts from this JSON lines file instead of running (pass the original run's flags too)")
+	totalFlag = flag.Duration("total", 0, "with -from: the original run's wall time, for the report")
+
+	worker  = flag.Bool("worker", false, "internal: run one engine+workload and print its result")
+	wEngine = flag.String("engine", "", "internal: worker engine")
+	wLoad   = flag.String("workload", "", "internal: worker workload")
+	wDir    = flag.String("dir", "", "internal: worker database directory")
+	wRep    = flag.Int("rep", 0, "internal: repetition number")
+	cpuProf = flag.String("cpuprofile", "", "worker: write a CPU profile of the timed phase")
+	memProf = flag.String("memprofile", "", "worker: write a heap profile at the end of the timed phase")
+)
+
+func params() bench.Params {
+	p := bench.Params{Num: *num, ValueSize: *valueSize, Reads: *reads, Seeks: *seeks, SyncOps: *syncOps,
+		BatchSize: *batchSize, TTL: *ttl, Churn: *churn, CacheBytes: *cacheMiB << 20, Bloom: *bloom,
+		CPUProfile: *cpuProf, MemProfile: *memProf}
+	if p.Reads <= 0 {
+		p.Reads = p.Num
+	}
+	if p.Seeks <= 0 {
+		p.Seeks = max(p.Num/10, 1)
+	}
+	return p
+}
+
+func main() {
+	flag.Parse()
+	if *worker {
+		res, err := bench.RunWorker(*wEngine, *wLoad, *wDir, params())
+		res.Rep = *wRep
+		if err != nil {
+			res.Error = err.Error()
+		}
+		b, _ := json.Marshal(res)
+		fmt.Printf("RESULT %s\n", b)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *from != "" {
+		if err := rebuild(); err != nil {
+			fmt.Fprintln(os.Stderr, "compare:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := orchestrate(); err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(1)
+	}
+}
+
+// runWorker re-executes this binary for one engine+workload.
+func runWorker(engine, workload, dir string, rep int, prof string) (bench.Result, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return bench.Result{}, err
+	}
+	args := []string{"-worker", "-engine", engine, "-workload", workload, "-dir", dir, "-rep", fmt.Sprint(rep)}
+	flag.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "num", "value", "reads", "seeks", "syncops", "batch", "ttl", "churn", "cache", "bloom":
+			args = append(args, "-"+f.Name+"="+f.Value.String())
+		}
+	})
+	if prof != "" {
+		args = append(args, "-cpuprofile", prof, "-memprofile", strings.TrimSuffix(prof, ".pprof")+".heap.pprof")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, args...)
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = os.Stderr
+	runErr := cmd.Run()
+	var res bench.Result
+	sc := bufio.NewScanner(&stdout)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	got := false
+	for sc.Scan() {
+		if line, ok := strings.CutPrefix(sc.Text(), "RESULT "); ok {
+			if err := json.Unmarshal([]byte(line), &res); err != nil {
+				return res, err
+			}
+			got = true
+		}
+	}
+	if runErr != nil {
+		if res.Error != "" {
+			return res, fmt.Errorf("%s/%s: %s", engine, workload, res.Error)
+		}
+		return res, fmt.Errorf("%s/%s: %w", engine, workload, runErr)
+	}
+	if !got {
+		return res, fmt.Errorf("%s/%s: no result", engine, workload)
+	}
+	return res, nil
+}
+
+func orchestrate() error {
+	engs := strings.Split(*engines, ",")
+	wls := strings.Split(*workloads, ",")
+	p := params()
+	if err := os.RemoveAll(*workdir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*workdir, 0o755); err != nil {
+		return err
+	}
+	defer os.RemoveAll(*workdir)
+	began := time.Now()
+	logf := func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "[%6.0fs] %s\n", time.Since(began).Seconds(), fmt.Sprintf(format, a...))
+	}
+
+	needFixture := false
+	for _, w := range wls {
+		needFixture = needFixture || bench.NeedsFixture(w) || bench.NeedsCopy(w)
+	}
+	fixture := func(e string) string { return filepath.Join(*workdir, "fixture-"+e) }
+	if needFixture {
+		for _, e := range engs {
+			r, err := runWorker(e, "load", fixture(e), 0, "")
+			if err != nil {
+				return err
+			}
+			logf("fixture %-9s %d keys loaded+settled in %.1fs, %.1f MB on disk", e, p.Num, r.Seconds, float64(r.DiskBytes)/1e6)
+		}
+	}
+
+	var all []bench.Result
+	runOne := func(e, w string, rep int, prof string) (bench.Result, error) {
+		dir := filepath.Join(*workdir, fmt.Sprintf("%s-%s-%d", e, w, rep))
+		switch {
+		case bench.NeedsFixture(w):
+			dir = fixture(e)
+		case bench.NeedsCopy(w):
+			if err := copyDir(fixture(e), dir); err != nil {
+				return bench.Result{}, err
+			}
+		}
+		r, err := runWorker(e, w, dir, rep, prof)
+		if dir != fixture(e) {
+			os.RemoveAll(dir)
+		}
+		return r, err
+	}
+
+	if *profile != "" {
+		if err := os.MkdirAll(*profile, 0o755); err != nil {
+			return err
+		}
+		for _, w := range wls {
+			for _, e := range engs {
+				if w == "ttlchurn" && !bench.HasTTL(e) {
+					continue
+				}
+				prof, _ := filepath.Abs(filepath.Join(*profile, e+"-"+w+".pprof"))
+				r, err := runOne(e, w, 0, prof)
+				if err != nil {
+					return err
+				}
+				logf("profile %-16s %-9s %12.0f ops/s -> %s", w, e, r.OpsPerSec, prof)
+			}
+		}
+		return nil
+	}
+
+	if err := os.MkdirAll(*results, 0o755); err != nil {
+		return err
+	}
+	jsonPath := filepath.Join(*results, "results-"+time.Now().UTC().Format("20060102T150405Z")+".jsonl")
+	jf, err := os.Create(jsonPath)
+	if err != nil {
+		return err
+	}
+	defer jf.Close()
+	emit := func(r bench.Result) {
+		all = append(all, r)
+		b, _ := json.Marshal(r)
+		jf.Write(append(b, '\n'))
+	}
+	for rep := 1; rep <= *reps; rep++ {
+		if !*noFsync {
+			r, err := runWorker("disk", "fdatasync", filepath.Join(*workdir, "fdatasync"), rep, "")
+			if err != nil {
+				return err
+			}
+			emit(r)
+			logf("rep %d fdatasync (4KiB, preallocated) %8.0f ops/s; growing file %.0f ops/s", rep, r.OpsPerSec, r.Extra["growing_file_ops_per_sec"])
+		}
+		for _, w := range wls {
+			for _, e := range engs {
+				if w == "ttlchurn" && !bench.HasTTL(e) {
+					continue
+				}
+				r, err := runOne(e, w, rep, "")
+				if err != nil {
+					return err
+				}
+				emit(r)
+				extra := ""
+				if w == "ttlchurn" {
+					extra = fmt.Sprintf(" space amp %.2f", r.SpaceAmp)
+				}
+				logf("rep %d %-16s %-9s %12.0f ops/s p50 %7.1fµs p99 %8.1fµs disk %7.1f MB rss %6.1f MB%s",
+					rep, w, e, r.OpsPerSec, r.P50us, r.P99us, float64(r.DiskBytes)/1e6, float64(r.PeakRSS)/1e6, extra)
+			}
+		}
+	}
+	total := time.Since(began)
+	logf("all runs done in %s; results in %s", total.Round(time.Second), jsonPath)
+
+	return publish(all, engs, wls, p, total, jsonPath)
+}
+
+// rebuild regenerates the report from an earlier run's JSON lines.
+func rebuild() error {
+	b, err := os.ReadFile(*from)
+	if err != nil {
+		return err
+	}
+	var all []bench.Result
+	for _, l := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		var r bench.Result
+		if err := json.Unmarshal(l, &r); err != nil {
+			return err
+		}
+		all = append(all, r)
+	}
+	return publish(all, strings.Split(*engines, ","), strings.Split(*workloads, ","), params(), *totalFlag, *from)
+}
+
+func publish(all []bench.Result, engs, wls []string, p bench.Params, total time.Duration, jsonPath string) error {
+	logf := func(format string, a ...any) { fmt.Fprintf(os.Stderr, format+"\n", a...) }
+	rep := buildReport(all, engs, wls, p, total, jsonPath)
+	fmt.Println(rep.table)
+	if *doc != "" {
+		if err := os.MkdirAll(*imgDir, 0o755); err != nil {
+			return err
+		}
+		charts, err := writeCharts(all, engs, wls, *imgDir)
+		if err != nil {
+			return err
+		}
+		md := rep.markdown(charts, *doc, *imgDir)
+		if err := os.WriteFile(*doc, []byte(md), 0o644); err != nil {
+			return err
+		}
+		logf("wrote %s and %d charts", *doc, len(charts))
+	}
+	return nil
+}
+
+// copyDir copies a database directory with cp, which keeps sparse files
+// sparse (Badger maps large sparse files).
+func copyDir(src, dst string) error {
+	out, err := exec.Command("cp", "-a", "--sparse=always", src, dst).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("cp %s: %v: %s", src, err, out)
+	}
+	return nil
+}
+
+func createFile(path string) (*os.File, error) { return os.Create(path) }
