@@ -203,3 +203,27 @@ func TestObjectCache(t *testing.T) {
 		t.Fatalf("tables written through the cache were fetched again: %d misses", m.ObjectCacheMisses)
 	}
 }
+
+// TestReadOnlyRefreshKeepsWAL: a read-only handle (not a FollowWAL-less
+// follower) sees unflushed writes at Open and still sees them after Refresh.
+func TestReadOnlyRefreshKeepsWAL(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	mem := storage.NewMem()
+	db := openTestDB(t, "", clk, func(o *Options) { o.Storage = mem })
+	db.Put([]byte("flushed"), []byte("1"))
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutWith([]byte("wal-only"), []byte("2"), NoExpiry(), Sync); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	ro := openTestDB(t, "", clk, func(o *Options) { o.Storage = mem; o.ReadOnly = true })
+	defer ro.Close()
+	mustGet(t, ro, "wal-only", "2")
+	if _, err := ro.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, ro, "wal-only", "2")
+	mustGet(t, ro, "flushed", "1")
+}

@@ -70,7 +70,10 @@ func (db *DB) refresh(list bool) (bool, error) {
 			}
 		}
 	}
-	if !changed && !db.opts.FollowWAL {
+	// A follower without FollowWAL sees flushed data only; every other
+	// read-only handle saw the WAL at Open and keeps seeing it.
+	withWAL := db.opts.FollowWAL || db.opts.FollowInterval <= 0
+	if !changed && !withWAL {
 		return false, nil
 	}
 	st, num := (*manifest.State)(nil), db.manifestNum
@@ -121,7 +124,7 @@ func (db *DB) refresh(list bool) (bool, error) {
 		db.clock.Observe(st.ClockHWM)
 	}
 	var mems []*memtable.Memtable
-	if db.opts.FollowWAL {
+	if withWAL {
 		if mems, lastSeq, err = db.replayForFollower(minLog, lastSeq); err != nil {
 			return false, err
 		}
