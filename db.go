@@ -241,16 +241,6 @@ func (db *DB) Close() error {
 	return errors.Join(errs...)
 }
 
-// checkOpen returns ErrClosed after Close. Callers hold no lock.
-func (db *DB) checkOpen() error {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.closed {
-		return ErrClosed
-	}
-	return nil
-}
-
 // readState is what a read needs: the memtables and a version. The DB
 // publishes a new one whenever any of them changes; readers take a
 // reference without locking.

@@ -3,7 +3,6 @@ package mayfly
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/mayflydb/mayfly/compaction"
@@ -143,16 +142,9 @@ func (db *DB) writeL0(m *memtable.Memtable) (*tableFile, error) {
 // compactionConfig returns the rules for a flush or compaction starting now:
 // the open snapshots, and an expiry time no later than any snapshot's.
 func (db *DB) compactionConfig(bottom bool) compaction.Config {
-	now := db.clock.NowMillis()
 	db.mu.Lock()
-	seqs := make([]uint64, 0, len(db.snapshots))
-	for s := range db.snapshots {
-		seqs = append(seqs, s.seq)
-		now = min(now, s.now)
-	}
-	db.mu.Unlock()
-	slices.Sort(seqs)
-	return compaction.Config{Snapshots: seqs, Now: now, Bottom: bottom}
+	defer db.mu.Unlock()
+	return compaction.Config{Snapshots: db.snapshotSeqs(), Now: db.pickerEnv().Now, Bottom: bottom}
 }
 
 // writeTables writes the rows of ci to new tables. With splitAt > 0 a table

@@ -71,10 +71,9 @@ type Memtable struct {
 	arena []byte
 	slab  []format.Row
 
-	size      atomic.Int64 // approximate bytes used
-	rows      atomic.Int64
-	logNum    uint64 // WAL segment holding this memtable's rows
-	maxCommit atomic.Int64
+	size   atomic.Int64 // approximate bytes used
+	rows   atomic.Int64
+	logNum uint64 // WAL segment holding this memtable's rows
 }
 
 // New returns an empty memtable whose rows are logged in WAL segment logNum.
@@ -103,9 +102,6 @@ func (m *Memtable) Len() int { return int(m.rows.Load()) }
 
 // Empty reports whether the memtable holds no rows.
 func (m *Memtable) Empty() bool { return m.rows.Load() == 0 }
-
-// MaxCommitTS returns the highest batch commit time applied, in Unix ms.
-func (m *Memtable) MaxCommitTS() int64 { return m.maxCommit.Load() }
 
 // alloc copies b into the arena and returns the copy.
 func (m *Memtable) alloc(b []byte) []byte {
@@ -155,9 +151,6 @@ func (m *Memtable) ApplyBatch(data []byte) error {
 	}
 	m.size.Add(added)
 	m.rows.Add(n)
-	if ts := br.Header().CommitTS; ts > m.maxCommit.Load() {
-		m.maxCommit.Store(ts)
-	}
 	return nil
 }
 
