@@ -107,6 +107,21 @@ func TestCrashUnsyncedMadeDurableByLaterSync(t *testing.T) {
 	wantAbsent(t, e.db, "unsynced-2")
 }
 
+// TestCrashFlushWALSync: FlushWAL(true) makes the unsynced writes before it
+// survive a power cut, and not those after it.
+func TestCrashFlushWALSync(t *testing.T) {
+	e := newMemEnv(t, nil)
+	put(t, e.db, "before-1", "a")
+	putTTL(t, e.db, "before-2", "b", mayfly.ExpireAfter(time.Hour))
+	must(t, e.db.FlushWAL(true))
+	put(t, e.db, "after", "c")
+	e.crashReopen()
+	wantValue(t, e.db, "before-1", "a")
+	wantValue(t, e.db, "before-2", "b")
+	wantTTL(t, e.db, "before-2", time.Hour)
+	wantAbsent(t, e.db, "after")
+}
+
 func TestCrashAfterFlushAndCompact(t *testing.T) {
 	e := newMemEnv(t, nil)
 	putTTL(t, e.db, "flushed", "1", mayfly.ExpireAfter(time.Minute)) // not synced
@@ -280,8 +295,9 @@ func copyDir(t testing.TB, src, dst string) {
 }
 
 // TestLocalProcessCrash copies the directory of a running database (no
-// background work in flight) and opens the copy: everything written, synced
-// or not, is in the page cache and must be recovered.
+// background work in flight) once FlushWAL(false) has handed the WAL to the
+// operating system, and opens the copy: everything written, synced or not,
+// is in the page cache and must be recovered.
 func TestLocalProcessCrash(t *testing.T) {
 	e := newEnv(t, func(o *mayfly.Options) { o.DisableAutoCompaction = true })
 	put(t, e.db, "flushed", "1")
@@ -292,6 +308,7 @@ func TestLocalProcessCrash(t *testing.T) {
 	b.Put([]byte("batch-a"), []byte("4"))
 	b.Delete([]byte("flushed"))
 	must(t, b.Write(nil))
+	must(t, e.db.FlushWAL(false))
 
 	dst := t.TempDir()
 	copyDir(t, e.dir, dst)

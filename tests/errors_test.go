@@ -202,6 +202,7 @@ func TestClosedDB(t *testing.T) {
 		"Delete":     db.Delete([]byte("k")),
 		"Batch":      b.Write(nil),
 		"Flush":      db.Flush(),
+		"FlushWAL":   db.FlushWAL(true),
 		"Compact":    db.Compact(context.Background(), nil, nil),
 		"Close":      db.Close(),
 		"NewIter":    second(db.NewIter(nil)),

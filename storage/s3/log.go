@@ -179,49 +179,100 @@ func (w *logWriter) Close() error {
 	return err
 }
 
-// maxFenceTries bounds FenceLog's race against a writer that keeps adding
-// parts.
-const maxFenceTries = 1000
+// maxFenceRounds bounds FenceLog's jump-ahead rounds against a writer that
+// keeps adding parts; the jump doubles each round, so the bound is never
+// reached by a writer that uploads fewer than 2^maxFenceRounds parts per
+// round trip.
+const maxFenceRounds = 16
 
-// FenceLog fences log name: it writes an empty part at the log's next part
-// number (If-None-Match: *), so that the log's current writer, in any
-// process, fails its next upload and from then on returns errors wrapping
-// ErrFenced. Bytes the writer stored before the fence stay readable; none
-// can follow it. Readers skip fence parts (they are empty). It returns an
-// error wrapping storage.ErrNotExist if there is no such log.
+// FenceLog fences log name: it writes empty parts (If-None-Match: *) so that
+// the log's current writer, in any process, fails its next upload and from
+// then on returns errors wrapping ErrFenced. Bytes the writer stored before
+// the fence stay readable; none can follow it. Readers skip fence parts
+// (they are empty). It returns an error wrapping storage.ErrNotExist if
+// there is no such log.
 //
 // A new writer of a database should fence the newest WAL segment it finds
 // before replaying it, so that the old writer can acknowledge nothing more
 // that replay would miss.
+//
+// An idle log is fenced with one PUT at its next part number. A writer that
+// keeps syncing could win that number every time, so after a loss the fence
+// jumps ahead: it claims a part k numbers beyond the newest it knows of,
+// which the writer, uploading one part at a time, cannot reach first unless
+// it uploads k parts in one round trip (k doubles after each loss), and then
+// fills the gap below with empty parts, newest first. The first number the
+// writer already holds ends the fill: the writer uploads parts in order, so
+// every number below it is the writer's too. No gap is left, so readers,
+// which stop at the first gap, see the whole log; the writer meets the
+// fence at the first number it does not hold.
 func (s *Store) FenceLog(name string) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
-	parts, err := s.listParts(name)
+	parts, err := s.listFenceParts(name)
 	if err != nil {
 		return s.wrap("fence", name, err)
 	}
 	if len(parts) == 0 {
 		return fmt.Errorf("mayfly/s3: fence %s: no such log: %w", name, storage.ErrNotExist)
 	}
-	next := parts[len(parts)-1].n + 1
-	for attempt := range maxFenceTries {
-		err := s.putIfAbsent(s.key(partName(name, next)), nil)
-		if err == nil {
-			return nil
+	newest := parts[len(parts)-1].n // the writer holds every part up to here
+	won, err := s.claimPart(name, newest+1)
+	if err != nil || won {
+		return err
+	}
+	newest++
+	for round, jump := 0, int64(4); round < maxFenceRounds; round, jump = round+1, jump*2 {
+		target := newest + jump
+		won, err := s.claimPart(name, target)
+		if err != nil {
+			return err
 		}
-		if !errors.Is(err, storage.ErrExists) {
-			return s.wrap("fence", name, err)
-		}
-		// The writer got there first: try the next number, and every 16
-		// losses re-list to jump to its newest part.
-		next++
-		if attempt%16 == 15 {
-			if parts, err = s.listParts(name); err != nil {
+		if !won {
+			// The writer passed the jump: start again above its newest part.
+			if parts, err = s.listFenceParts(name); err != nil {
 				return s.wrap("fence", name, err)
 			}
-			next = max(next, parts[len(parts)-1].n+1)
+			newest = max(target, parts[len(parts)-1].n)
+			continue
 		}
+		for n := target - 1; n > newest; n-- {
+			won, err := s.claimPart(name, n)
+			if err != nil {
+				return err
+			}
+			if !won {
+				break // the writer holds n, hence every part below it
+			}
+		}
+		return nil
 	}
-	return fmt.Errorf("mayfly/s3: fence %s: the log kept growing over %d attempts", name, maxFenceTries)
+	return fmt.Errorf("mayfly/s3: fence %s: the log kept growing over %d rounds", name, maxFenceRounds)
+}
+
+// afterFenceList, when set (by tests), runs after each LIST of FenceLog, to
+// let a test's writer race the fence deterministically.
+var afterFenceList func()
+
+func (s *Store) listFenceParts(name string) ([]partInfo, error) {
+	parts, err := s.listParts(name)
+	if err == nil && afterFenceList != nil {
+		afterFenceList()
+	}
+	return parts, err
+}
+
+// claimPart writes an empty part n of log name if no part n exists. It
+// reports whether it wrote it.
+func (s *Store) claimPart(name string, n int64) (bool, error) {
+	err := s.putIfAbsent(s.key(partName(name, n)), nil)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, storage.ErrExists):
+		return false, nil
+	default:
+		return false, s.wrap("fence", name, err)
+	}
 }

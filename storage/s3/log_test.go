@@ -236,3 +236,67 @@ func TestIdleLogSendsNothing(t *testing.T) {
 		t.Fatalf("idle log sent requests after a timed flush: before %+v, after %+v", before, after)
 	}
 }
+
+// TestFenceJumpsAheadOfBusyWriter makes the writer win the fence's first
+// claims (it uploads parts right after each of the fence's LISTs): the
+// fence must then jump ahead, fill the gap below its claim, and leave a log
+// without gaps that holds exactly the acknowledged bytes.
+func TestFenceJumpsAheadOfBusyWriter(t *testing.T) {
+	s := openStore(t, func(c *Config) { c.FlushInterval = time.Hour })
+	other := openWith(t, s.Config())
+	const name = "wal/000001.wal"
+	lw, err := s.CreateLog(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lw.Close()
+	var acked []byte
+	write := func(n int) {
+		for range n {
+			rec := []byte(fmt.Sprintf("r%d;", len(acked)))
+			lw.Write(rec)
+			if err := lw.Sync(); err != nil {
+				t.Errorf("sync before the fence: %v", err)
+				return
+			}
+			acked = append(acked, rec...)
+		}
+	}
+	write(3) // parts 2..4
+	// After the first LIST the writer uploads 6 parts: the claim of part 5
+	// and the jump to part 9 both lose; after the second LIST it is idle.
+	lists := 0
+	afterFenceList = func() {
+		if lists++; lists == 1 {
+			write(6)
+		}
+	}
+	defer func() { afterFenceList = nil }()
+	putsBefore := other.Metrics().Puts
+	if err := other.FenceLog(name); err != nil {
+		t.Fatal(err)
+	}
+	if lists != 2 {
+		t.Fatalf("FenceLog listed %d times, want 2 (one jump lost)", lists)
+	}
+	// Claims: 5 (lost), 9 (lost), 10+8=18 (won), then 17..11 filled.
+	if puts := other.Metrics().Puts - putsBefore; puts != 10 {
+		t.Errorf("FenceLog sent %d PUTs, want 10", puts)
+	}
+	lw.Write([]byte("late;"))
+	if err := lw.Sync(); !errors.Is(err, ErrFenced) {
+		t.Fatalf("writer's Sync after the fence = %v, want ErrFenced", err)
+	}
+	parts, err := other.listParts(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range parts {
+		if p.n != int64(i+1) {
+			t.Fatalf("part %d missing: the fence left a gap (parts %v)", i+1, parts)
+		}
+	}
+	if got := mustRead(t, other, name); !bytes.Equal(got, acked) {
+		t.Fatalf("log holds %q, the writer acknowledged %q", got, acked)
+	}
+}

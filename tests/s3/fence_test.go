@@ -308,7 +308,7 @@ func twoWritersRound(t *testing.T, delay time.Duration) {
 				if after >= 0 && i-after >= 30 {
 					return
 				}
-				if i > 100000 {
+				if i > 20000 {
 					r.err = errors.New("other writer never finished opening")
 					return
 				}
