@@ -133,11 +133,17 @@ func TestEventListener(t *testing.T) {
 	var mu sync.Mutex
 	var events []string
 	rec := func(s string) { mu.Lock(); events = append(events, s); mu.Unlock() }
+	// Flush returns once the flushed table is installed; the flush goroutine
+	// deletes the WAL segment and reports FlushEnd right after.
+	flushEnded := make(chan struct{})
 	clk := clock.NewManual(epoch)
 	db := openTestDB(t, t.TempDir(), clk, func(o *Options) {
 		o.EventListener = &EventListener{
-			FlushBegin:      func(FlushInfo) { rec("flush-begin") },
-			FlushEnd:        func(i FlushInfo) { rec(fmt.Sprintf("flush-end rows=%d", i.Rows)) },
+			FlushBegin: func(FlushInfo) { rec("flush-begin") },
+			FlushEnd: func(i FlushInfo) {
+				rec(fmt.Sprintf("flush-end rows=%d", i.Rows))
+				close(flushEnded)
+			},
 			CompactionBegin: func(i CompactionInfo) { rec("compaction-begin " + i.Kind) },
 			CompactionEnd: func(i CompactionInfo) {
 				rec(fmt.Sprintf("compaction-end %s dropped=%d", i.Kind, i.ExpiredDropped))
@@ -156,6 +162,7 @@ func TestEventListener(t *testing.T) {
 	if err := db.Compact(context.Background(), nil, nil); err != nil {
 		t.Fatal(err)
 	}
+	<-flushEnded
 	mu.Lock()
 	defer mu.Unlock()
 	// The flush goroutine and the compaction interleave; each one's own
