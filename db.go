@@ -138,10 +138,14 @@ func Open(dir string, opts *Options) (*DB, error) {
 		}
 		db.store = cached
 	}
-	if o.ObsoleteFileGracePeriod == 0 {
-		if _, fenced := db.store.(storage.LogFencer); fenced {
-			o.ObsoleteFileGracePeriod = time.Minute
-		}
+	_, remote := db.store.(storage.LogFencer)
+	if o.ObsoleteFileGracePeriod == 0 && remote {
+		o.ObsoleteFileGracePeriod = time.Minute
+	}
+	if o.ReadAheadSize == 0 && remote && o.ObjectCacheDir == "" {
+		o.ReadAheadSize = defaultObjectReadAhead
+	} else if o.ReadAheadSize < 0 {
+		o.ReadAheadSize = 0
 	}
 	src := o.Clock
 	if src == nil {

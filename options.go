@@ -20,6 +20,10 @@ const (
 	MaxBatchSize = 128 << 20
 )
 
+// defaultObjectReadAhead is Options.ReadAheadSize's default on an object
+// store.
+const defaultObjectReadAhead = 1 << 20
+
 // Options configure a database. The zero value of every field means its
 // documented default; Open never modifies the caller's Options.
 type Options struct {
@@ -103,6 +107,15 @@ type Options struct {
 	// TargetFileSize is the size at which compaction output is split into a
 	// new SSTable. Default: 8 MiB.
 	TargetFileSize int64
+	// ReadAheadSize caps the read-ahead of scans (iterators and
+	// compactions): an iterator stepping forward through consecutive data
+	// blocks of an SSTable reads the blocks ahead of it with one read of
+	// 64 KiB, doubling up to ReadAheadSize, instead of one read per block;
+	// point lookups never read ahead. Default (0): 1 MiB when the database
+	// is on an object store without ObjectCacheDir (there every read is an
+	// HTTP request), off on a local directory (where the operating system
+	// reads ahead). Negative disables read-ahead.
+	ReadAheadSize int
 
 	// --- Compaction (RFC 0004) ---
 

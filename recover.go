@@ -336,7 +336,8 @@ func (db *DB) openTable(m *manifest.FileMeta) (*tableFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mayfly: open table listed in manifest: %w", err)
 	}
-	r, err := sstable.Open(f, sstable.ReaderOptions{Cache: db.cache, FileNum: m.Num, Name: tableName(m.Num)})
+	r, err := sstable.Open(f, sstable.ReaderOptions{Cache: db.cache, FileNum: m.Num, Name: tableName(m.Num),
+		ReadAhead: db.opts.ReadAheadSize})
 	if err != nil {
 		f.Close()
 		return nil, err

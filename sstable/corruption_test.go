@@ -19,8 +19,25 @@ const testName = "sst/000001.sst"
 var exerciseCache = NewCache(1 << 20)
 
 // exercise opens data and reads everything: every row forwards and
-// backwards, seeks, gets, and Check. It returns the first error.
+// backwards, seeks, gets, and Check; then every row forwards again with
+// read-ahead. It returns the first error.
 func exercise(data []byte) error {
+	if err := exercisePlain(data); err != nil {
+		return err
+	}
+	r, err := Open(newMemObject(data), ReaderOptions{Name: testName, ReadAhead: 1 << 10})
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	it := r.NewIter()
+	for n, ok := 0, it.First(); ok && n < 1<<16; ok = it.Next() {
+		n++
+	}
+	return it.Close()
+}
+
+func exercisePlain(data []byte) error {
 	r, err := Open(newMemObject(data), ReaderOptions{Name: testName, Cache: exerciseCache})
 	if err != nil {
 		return err

@@ -33,6 +33,7 @@ type Iterator struct {
 	pos     iterPos
 	seekKey []byte
 	err     error
+	ra      readAhead // see readahead.go
 }
 
 type iterPos uint8
@@ -50,6 +51,7 @@ var _ format.Iterator = (*Iterator)(nil)
 func (r *Reader) NewIter() format.Iterator {
 	it := &Iterator{r: r}
 	r.indexIter(&it.index)
+	it.ra.reset(r.raMax)
 	return it
 }
 
@@ -64,8 +66,10 @@ func (it *Iterator) fail(err error) bool {
 }
 
 // loadBlock points the data iterator at the block of the current index
-// entry, keeping it if it is already loaded.
-func (it *Iterator) loadBlock() bool {
+// entry, keeping it if it is already loaded. forward says the index
+// iterator just stepped to that entry from the one before (a sequential
+// scan, which reads ahead).
+func (it *Iterator) loadBlock(forward bool) bool {
 	h, err := it.r.indexHandle(&it.index)
 	if err != nil {
 		return it.fail(err)
@@ -74,7 +78,7 @@ func (it *Iterator) loadBlock() bool {
 		return true
 	}
 	it.loaded = false
-	b, err := it.r.dataBlock(h)
+	b, err := it.readBlock(h, forward)
 	if err != nil {
 		return it.fail(err)
 	}
@@ -104,7 +108,7 @@ func (it *Iterator) skipForward() bool {
 		if it.data.err != nil || !it.index.next() {
 			return it.exhausted(posAfter)
 		}
-		if !it.loadBlock() {
+		if !it.loadBlock(true) {
 			return false
 		}
 		it.data.first()
@@ -120,7 +124,7 @@ func (it *Iterator) skipBackward() bool {
 		if it.data.err != nil || !it.index.prev() {
 			return it.exhausted(posBefore)
 		}
-		if !it.loadBlock() {
+		if !it.loadBlock(false) {
 			return false
 		}
 		it.data.last()
@@ -137,7 +141,7 @@ func (it *Iterator) First() bool {
 	if !it.index.first() {
 		return it.exhausted(posAfter)
 	}
-	if !it.loadBlock() {
+	if !it.loadBlock(false) {
 		return false
 	}
 	it.data.first()
@@ -152,7 +156,7 @@ func (it *Iterator) Last() bool {
 	if !it.index.last() {
 		return it.exhausted(posBefore)
 	}
-	if !it.loadBlock() {
+	if !it.loadBlock(false) {
 		return false
 	}
 	it.data.last()
@@ -167,7 +171,7 @@ func (it *Iterator) seekGEInternal(ikey []byte) bool {
 	if !it.index.seekGE(ikey) {
 		return it.exhausted(posAfter)
 	}
-	if !it.loadBlock() {
+	if !it.loadBlock(false) {
 		return false
 	}
 	it.data.seekGE(ikey)
@@ -228,8 +232,12 @@ func (it *Iterator) Row() *format.Row { return &it.data.row }
 // Error returns the first error the iterator met.
 func (it *Iterator) Error() error { return it.err }
 
-// Close releases the iterator and returns Error.
+// Close releases the iterator and returns Error. It waits for any
+// read-ahead fetch the iterator started.
 func (it *Iterator) Close() error {
+	if it.r != nil {
+		it.closeReadAhead()
+	}
 	err := it.err
 	*it = Iterator{err: err, pos: posNone}
 	return err

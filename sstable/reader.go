@@ -34,6 +34,12 @@ type ReaderOptions struct {
 	FileNum uint64
 	// Name is the file's name, used in errors.
 	Name string
+	// ReadAhead is the largest single read, in bytes, that an iterator
+	// moving forward through consecutive data blocks makes to fetch the
+	// blocks ahead of it (readahead.go). Zero or negative disables
+	// read-ahead: every data block is then read on its own. Point lookups
+	// (Get) never read ahead.
+	ReadAhead int
 }
 
 // Reader reads one table. It is safe for concurrent use.
@@ -47,6 +53,8 @@ type Reader struct {
 	props   *Properties
 	index   []byte // decoded index block
 	filter  *bloom.BloomFilter
+	dataEnd uint64 // end of the data blocks: the first metadata block's offset
+	raMax   int    // ReaderOptions.ReadAhead; <= 0 disables read-ahead
 
 	getPool sync.Pool // *blockIter for Get
 }
@@ -54,7 +62,7 @@ type Reader struct {
 // Open opens a table, reading and verifying its footer, properties, index
 // and filter. On error the caller still owns f.
 func Open(f storage.ObjectReader, opts ReaderOptions) (*Reader, error) {
-	r := &Reader{f: f, name: opts.Name, cache: opts.Cache, size: f.Size()}
+	r := &Reader{f: f, name: opts.Name, cache: opts.Cache, size: f.Size(), raMax: opts.ReadAhead}
 	if r.cache != nil {
 		r.cacheID = opts.FileNum
 		if r.cacheID == 0 {
@@ -71,6 +79,10 @@ func Open(f storage.ObjectReader, opts ReaderOptions) (*Reader, error) {
 	var err error
 	if r.footer, err = decodeFooter(fb[:], r.size, r.name); err != nil {
 		return nil, err
+	}
+	r.dataEnd = min(r.footer.props.offset, r.footer.index.offset)
+	if fh := r.footer.filter; fh != (blockHandle{}) {
+		r.dataEnd = min(r.dataEnd, fh.offset)
 	}
 	if r.props, err = r.readProperties(); err != nil {
 		return nil, err
@@ -131,6 +143,11 @@ func (r *Reader) readAt(p []byte, off int64) error {
 	if n == len(p) {
 		return nil
 	}
+	return r.readErr(off, err)
+}
+
+// readErr wraps the error of a read that came back short at off.
+func (r *Reader) readErr(off int64, err error) error {
 	if err == nil || errors.Is(err, io.EOF) {
 		err = io.ErrUnexpectedEOF
 	}
@@ -147,24 +164,48 @@ func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 	if err := r.readAt(buf, int64(h.offset)); err != nil {
 		return nil, err
 	}
+	return r.decodeBlock(buf, h, kind, false)
+}
+
+// decodeBlock verifies the trailer of the block at h, whose stored bytes
+// and trailer are buf, and returns its decoded bytes. An uncompressed block
+// aliases buf unless copyRaw is set, in which case it gets a buffer of its
+// own (so that a block cut out of a larger read does not pin that read).
+func (r *Reader) decodeBlock(buf []byte, h blockHandle, kind string, copyRaw bool) ([]byte, error) {
 	n := int(h.length)
 	typ := buf[n]
 	if got, want := binary.LittleEndian.Uint32(buf[n+1:]), crc32.Checksum(buf[:n+1], castagnoli); got != want {
 		return nil, corruptf(r.name, int64(h.offset), "%s block checksum mismatch: stored %#08x, computed %#08x", kind, got, want)
 	}
-	b, err := decompress(typ, buf[:n:n], r.name, int64(h.offset))
-	if err != nil {
-		return nil, err
+	if copyRaw && Compression(typ) == NoCompression {
+		return decompress(typ, bytes.Clone(buf[:n:n]), r.name, int64(h.offset))
 	}
-	return b, nil
+	return decompress(typ, buf[:n:n], r.name, int64(h.offset))
 }
 
 // dataBlock returns the decoded data block at h, through the cache.
 func (r *Reader) dataBlock(h blockHandle) ([]byte, error) {
-	k := cacheKey{id: r.cacheID, off: h.offset}
-	if b, ok := r.cache.get(k); ok {
+	if b, ok := r.cachedBlock(h); ok {
 		return b, nil
 	}
+	return r.readDataBlock(h)
+}
+
+// cachedBlock returns the data block at h if the cache holds it.
+func (r *Reader) cachedBlock(h blockHandle) ([]byte, bool) {
+	return r.cache.get(cacheKey{id: r.cacheID, off: h.offset})
+}
+
+// cacheBlock offers the decoded data block b at h to the cache and returns
+// the block to use: b, or the copy another reader cached first.
+func (r *Reader) cacheBlock(h blockHandle, b []byte) []byte {
+	return r.cache.set(cacheKey{id: r.cacheID, off: h.offset}, b)
+}
+
+// readDataBlock reads the data block at h, which the cache missed, and
+// caches it.
+func (r *Reader) readDataBlock(h blockHandle) ([]byte, error) {
+	k := cacheKey{id: r.cacheID, off: h.offset}
 	if r.cache == nil || r.cache.c == nil {
 		return r.readBlock(h, "data")
 	}

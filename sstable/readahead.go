@@ -1,0 +1,243 @@
+package sstable
+
+// Read-ahead for forward scans.
+//
+// On an object store every read is a ranged GET, so a scan that reads its
+// 4 KiB data blocks one at a time is a chain of round trips. Data blocks are
+// contiguous in the file (each followed by its trailer) and the index holds
+// their handles, so an Iterator stepping forward from one data block to the
+// next reads a window of the following blocks with a single ReadAt:
+//
+//	SeekGE -> block k          read alone (a seek that needs one block costs one read)
+//	Next   -> block k+1        window W1 = blocks k+1.. up to 64 KiB, read now
+//	Next   -> block k+2 (in W1) W2 (next blocks, 128 KiB) fetched in the background
+//	Next   -> first block of W2 wait for W2 if still in flight; W3 (256 KiB) starts at W2's second block
+//
+// Rules:
+//   - Windows start at initialReadAhead bytes (or the cap if smaller) and
+//     double with every window up to ReaderOptions.ReadAhead. Loading a
+//     block that is not in a window other than by a forward step (First,
+//     Last, SeekGE, SeekLT, Prev) drops the windows and starts over.
+//   - A window holds whole blocks only, all contiguous, none past the data
+//     blocks' end. It is larger than the cap only when its single block is.
+//     A handle that does not continue the window ends it; a handle that is
+//     undecodable or outside the data blocks stops read-ahead, and the
+//     iterator reads that block alone and reports it as it always did.
+//   - Blocks read ahead are checked (CRC) and decoded like any other, on the
+//     fetching goroutine. They enter the block cache only when the iterator
+//     reaches them, so read-ahead caches nothing a scan without it would not
+//     have cached; blocks fetched but never reached are dropped with their
+//     window.
+//   - An error reading or checking a fetched block surfaces at the iterator
+//     when it reaches that block, where reading the block alone would have
+//     reported it; a short read fails only the blocks it cut off.
+//   - At most one background fetch per window is started, so an iterator
+//     holds at most two windows. Close waits for every fetch it started.
+//   - Point lookups (Reader.Get) never read ahead.
+
+import (
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// initialReadAhead is the size of the first window after a reset.
+const initialReadAhead = 64 << 10
+
+// raFetches counts background fetches running, for tests.
+var raFetches atomic.Int64
+
+// testHookCloseWait, if set, runs when Close is about to wait for
+// background fetches.
+var testHookCloseWait func()
+
+// raWindow is a run of contiguous data blocks fetched with one read.
+type raWindow struct {
+	handles []blockHandle
+	blocks  [][]byte // decoded blocks; filled when done is closed
+	errs    []error
+	done    chan struct{} // nil for a window fetched by the iterator itself
+}
+
+// find returns the index of the block at off in w, or -1.
+func (w *raWindow) find(off uint64) int {
+	i := sort.Search(len(w.handles), func(i int) bool { return w.handles[i].offset >= off })
+	if i < len(w.handles) && w.handles[i].offset == off {
+		return i
+	}
+	return -1
+}
+
+// fetchWindow reads w's blocks with one ReadAt and decodes them.
+func (r *Reader) fetchWindow(w *raWindow) {
+	first, last := w.handles[0], w.handles[len(w.handles)-1]
+	start := first.offset
+	buf := make([]byte, last.offset+last.length+trailerLen-start)
+	n, err := r.f.ReadAt(buf, int64(start))
+	w.blocks = make([][]byte, len(w.handles))
+	w.errs = make([]error, len(w.handles))
+	for i, h := range w.handles {
+		lo, hi := h.offset-start, h.offset-start+h.length+trailerLen
+		if hi > uint64(n) {
+			w.errs[i] = r.readErr(int64(h.offset), err)
+			continue
+		}
+		w.blocks[i], w.errs[i] = r.decodeBlock(buf[lo:hi:hi], h, "data", true)
+	}
+}
+
+// readAhead is an Iterator's read-ahead state.
+type readAhead struct {
+	size    int       // size of the next window
+	idx     blockIter // at the first index entry not yet in a window
+	planned bool      // idx is positioned (after the last window planned)
+	cur     *raWindow // the window the iterator is in
+	next    *raWindow // the window after cur, maybe still being fetched
+	wg      sync.WaitGroup
+}
+
+// reset drops the windows (background fetches finish on their own; Close
+// waits for them) and shrinks the window size back.
+func (ra *readAhead) reset(maxSize int) {
+	ra.size = min(initialReadAhead, maxSize)
+	ra.planned, ra.cur, ra.next = false, nil, nil
+}
+
+// plan takes the index entries at idx into a window of at most size bytes
+// (or one block), or returns nil if there are none left.
+func (ra *readAhead) plan(r *Reader, size int) *raWindow {
+	var hs []blockHandle
+	var start, end uint64
+	for ra.idx.valid() {
+		h, ok := decodeHandle(ra.idx.row.Value)
+		if !ok || !h.within(r.dataEnd) {
+			ra.planned = false // let the iterator read and report it
+			break
+		}
+		n := h.length + trailerLen
+		if len(hs) > 0 && (h.offset != end || end-start+n > uint64(size)) {
+			break
+		}
+		if len(hs) == 0 {
+			start = h.offset
+		}
+		hs = append(hs, h)
+		end = h.offset + n
+		ra.idx.next()
+	}
+	if ra.idx.err != nil {
+		ra.planned = false
+	}
+	if len(hs) == 0 {
+		return nil
+	}
+	return &raWindow{handles: hs}
+}
+
+// grow doubles the window size up to maxSize.
+func (ra *readAhead) grow(maxSize int) {
+	ra.size = min(2*ra.size, maxSize)
+}
+
+// readBlock returns the data block at h, which the index iterator is at;
+// forward says the iterator stepped to it from the block before.
+func (it *Iterator) readBlock(h blockHandle, forward bool) ([]byte, error) {
+	r, ra := it.r, &it.ra
+	if r.raMax <= 0 {
+		return r.dataBlock(h)
+	}
+	if b, err, ok := it.fromWindow(h); ok {
+		return b, err
+	}
+	if !forward {
+		ra.reset(r.raMax)
+		return r.dataBlock(h)
+	}
+	if b, ok := r.cachedBlock(h); ok {
+		return b, nil
+	}
+	// A forward step out of the windows: fetch a window starting at h.
+	r.indexIter(&ra.idx)
+	ra.planned = ra.idx.seekGE(it.index.key)
+	var w *raWindow
+	if ra.planned {
+		w = ra.plan(r, ra.size)
+	}
+	if w == nil || w.handles[0] != h {
+		ra.reset(r.raMax)
+		return r.readDataBlock(h)
+	}
+	ra.grow(r.raMax)
+	r.fetchWindow(w)
+	ra.cur, ra.next = w, nil
+	return it.take(w, 0)
+}
+
+// fromWindow returns the block at h if a window holds it.
+func (it *Iterator) fromWindow(h blockHandle) (b []byte, err error, ok bool) {
+	ra := &it.ra
+	if w := ra.cur; w != nil {
+		if i := w.find(h.offset); i >= 0 {
+			b, err = it.take(w, i)
+			return b, err, true
+		}
+	}
+	if w := ra.next; w != nil {
+		if i := w.find(h.offset); i >= 0 {
+			ra.cur, ra.next = w, nil
+			b, err = it.take(w, i)
+			return b, err, true
+		}
+	}
+	return nil, nil, false
+}
+
+// take returns block i of window w, waiting for w's fetch, and starts the
+// background fetch of the following window once the iterator is past w's
+// first block.
+func (it *Iterator) take(w *raWindow, i int) ([]byte, error) {
+	if w.done != nil {
+		<-w.done
+	}
+	if err := w.errs[i]; err != nil {
+		return nil, err
+	}
+	b := it.r.cacheBlock(w.handles[i], w.blocks[i])
+	if i > 0 && w == it.ra.cur {
+		it.prefetch()
+	}
+	return b, nil
+}
+
+// prefetch starts fetching the window after the last one planned, unless
+// one is already waiting or there is nothing left to plan.
+func (it *Iterator) prefetch() {
+	r, ra := it.r, &it.ra
+	if !ra.planned || ra.next != nil {
+		return
+	}
+	w := ra.plan(r, ra.size)
+	if w == nil {
+		return
+	}
+	ra.grow(r.raMax)
+	w.done = make(chan struct{})
+	ra.next = w
+	ra.wg.Add(1)
+	raFetches.Add(1)
+	go func() {
+		defer ra.wg.Done()
+		defer close(w.done)
+		defer raFetches.Add(-1)
+		r.fetchWindow(w)
+	}()
+}
+
+// closeReadAhead waits for the background fetches and drops the windows.
+func (it *Iterator) closeReadAhead() {
+	if testHookCloseWait != nil {
+		testHookCloseWait()
+	}
+	it.ra.wg.Wait()
+	it.ra.reset(it.r.raMax)
+}

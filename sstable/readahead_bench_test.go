@@ -1,0 +1,57 @@
+package sstable
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/mayflydb/mayfly/storage"
+)
+
+// BenchmarkScanLocalFile scans a table (4 MB of rows, 0.8 MB with Snappy)
+// in a local file from first to last row, without a block cache, with
+// read-ahead off and at a few caps: does read-ahead help when the OS
+// already reads ahead?
+func BenchmarkScanLocalFile(b *testing.B) {
+	rows := benchRows(30000)
+	data, props := buildTable(b, rows, WriterOptions{Compression: SnappyCompression, BloomBitsPerKey: 10})
+	st, err := storage.NewLocal(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	w, err := st.Create("sst/000001.sst")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		b.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	for _, ra := range []int{0, 64 << 10, 256 << 10, 1 << 20} {
+		b.Run(fmt.Sprintf("readahead=%dK", ra>>10), func(b *testing.B) {
+			f, err := st.Open("sst/000001.sst")
+			if err != nil {
+				b.Fatal(err)
+			}
+			r, err := Open(f, ReaderOptions{Name: "sst/000001.sst", ReadAhead: ra})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			b.ReportAllocs()
+			b.SetBytes(int64(props.Size))
+			for b.Loop() {
+				it := r.NewIter()
+				n := 0
+				for ok := it.First(); ok; ok = it.Next() {
+					n++
+				}
+				if err := it.Close(); err != nil || n != len(rows) {
+					b.Fatal(n, err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,405 @@
+package sstable
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mayflydb/mayfly/format"
+)
+
+// readRec is one ReadAt call.
+type readRec struct{ off, n int64 }
+
+// countingObject is an in-memory object that records its reads. A read
+// touching failAt or beyond (if failAt >= 0) comes back short, cut at
+// failAt, with failErr. The gateRead-th read (1-based, if set) blocks until
+// gate is closed.
+type countingObject struct {
+	data     []byte
+	failAt   int64
+	failErr  error
+	gateRead int64
+	gate     chan struct{}
+
+	mu       sync.Mutex
+	reads    []readRec
+	inFlight atomic.Int64
+}
+
+func newCountingObject(data []byte) *countingObject {
+	return &countingObject{data: data, failAt: -1}
+}
+
+func (o *countingObject) ReadAt(p []byte, off int64) (int, error) {
+	o.inFlight.Add(1)
+	defer o.inFlight.Add(-1)
+	o.mu.Lock()
+	o.reads = append(o.reads, readRec{off, int64(len(p))})
+	nth := int64(len(o.reads))
+	o.mu.Unlock()
+	if o.gate != nil && nth == o.gateRead {
+		<-o.gate
+	}
+	if off < 0 || off > int64(len(o.data)) {
+		return 0, fmt.Errorf("read at %d outside the object", off)
+	}
+	end := min(off+int64(len(p)), int64(len(o.data)))
+	if o.failAt >= 0 && end > o.failAt {
+		n := copy(p, o.data[off:max(off, o.failAt)])
+		return n, o.failErr
+	}
+	n := copy(p, o.data[off:end])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (o *countingObject) Size() int64  { return int64(len(o.data)) }
+func (o *countingObject) Close() error { return nil }
+
+// takeReads returns the reads since the last call.
+func (o *countingObject) takeReads() []readRec {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	r := o.reads
+	o.reads = nil
+	return r
+}
+
+// raTable is a table of a few hundred 4 KiB data blocks.
+func raTable(t testing.TB, c Compression) ([]byte, []format.Row) {
+	rows := genRows(6000, 3)
+	data, props := buildTable(t, rows, WriterOptions{Compression: c, BloomBitsPerKey: 10})
+	if props.NumDataBlocks < 100 {
+		t.Fatalf("only %d data blocks", props.NumDataBlocks)
+	}
+	return data, rows
+}
+
+func openRA(t testing.TB, obj *countingObject, readAhead int, cache *Cache) *Reader {
+	t.Helper()
+	r, err := Open(obj, ReaderOptions{Name: testName, ReadAhead: readAhead, Cache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj.takeReads() // Open's own reads
+	return r
+}
+
+// dataHandles returns the handles of r's data blocks.
+func dataHandles(t testing.TB, r *Reader) []blockHandle {
+	var idx blockIter
+	r.indexIter(&idx)
+	var hs []blockHandle
+	for ok := idx.first(); ok; ok = idx.next() {
+		h, err := r.indexHandle(&idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	return hs
+}
+
+// scanAll reads every row forwards and closes the iterator, checking that
+// no background fetch outlives it.
+func scanAll(t *testing.T, r *Reader) (rows []format.Row, err error) {
+	t.Helper()
+	it := r.NewIter()
+	for ok := it.First(); ok; ok = it.Next() {
+		row := *it.Row()
+		row.Key = bytes.Clone(row.Key)
+		rows = append(rows, row)
+	}
+	err = it.Close()
+	if n := raFetches.Load(); n != 0 {
+		t.Fatalf("%d read-ahead fetches still running after Close", n)
+	}
+	return rows, err
+}
+
+func TestReadAheadFewerReads(t *testing.T) {
+	for _, c := range []Compression{NoCompression, SnappyCompression} {
+		data, want := raTable(t, c)
+		for _, capBytes := range []int{0, 4 << 10, 256 << 10, 1 << 20} {
+			obj := newCountingObject(data)
+			r := openRA(t, obj, capBytes, nil)
+			got, err := scanAll(t, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%v cap %d: %d rows, want %d", c, capBytes, len(got), len(want))
+			}
+			reads := obj.takeReads()
+			hs := dataHandles(t, r)
+			var maxBlock int64
+			for _, h := range hs {
+				maxBlock = max(maxBlock, int64(h.length+trailerLen))
+			}
+			for _, rd := range reads {
+				if rd.off+rd.n > int64(r.dataEnd) {
+					t.Fatalf("read %d+%d past the data blocks' end %d", rd.off, rd.n, r.dataEnd)
+				}
+				if capBytes > 0 && rd.n > max(int64(capBytes), maxBlock) {
+					t.Fatalf("read of %d bytes above the %d cap", rd.n, capBytes)
+				}
+			}
+			if capBytes == 0 {
+				if len(reads) != len(hs) {
+					t.Fatalf("%v without read-ahead: %d reads for %d blocks", c, len(reads), len(hs))
+				}
+				continue
+			}
+			// Upper bound: the first block alone, then windows of 64 KiB
+			// doubling to the cap, each holding at least its size less
+			// one block.
+			windows, covered, size := 0, int64(0), int64(min(initialReadAhead, capBytes))
+			for covered < int64(r.dataEnd) {
+				covered += max(size-maxBlock, 1)
+				windows++
+				size = min(2*size, int64(capBytes))
+			}
+			if capBytes <= int(maxBlock) {
+				windows = len(hs) // a cap below one block reads block by block
+			}
+			t.Logf("%v cap %d: %d reads for %d blocks (bound %d)", c, capBytes, len(reads), len(hs), 1+windows)
+			if len(reads) > 1+windows {
+				t.Fatalf("%v cap %d: %d reads for %d blocks, bound %d", c, capBytes, len(reads), len(hs), 1+windows)
+			}
+			r.Close()
+		}
+	}
+}
+
+// Random positioning steps applied to iterators with and without
+// read-ahead give the same rows.
+func TestReadAheadSameResults(t *testing.T) {
+	data, rows := raTable(t, SnappyCompression)
+	type variant struct {
+		name      string
+		readAhead int
+		cache     *Cache
+	}
+	variants := []variant{
+		{"plain", 0, nil},
+		{"ra8k", 8 << 10, nil},
+		{"ra64k", 64 << 10, nil},
+		{"ra256k+cache", 256 << 10, NewCache(1 << 20)},
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	its := make([]format.Iterator, len(variants))
+	for i, v := range variants {
+		r := openRA(t, newCountingObject(data), v.readAhead, v.cache)
+		defer r.Close()
+		its[i] = r.NewIter()
+	}
+	check := func(step string, oks []bool) {
+		for i := 1; i < len(its); i++ {
+			if oks[i] != oks[0] || its[i].Valid() != its[0].Valid() {
+				t.Fatalf("%s: %s ok=%v, %s ok=%v", step, variants[i].name, oks[i], variants[0].name, oks[0])
+			}
+			if !oks[0] {
+				continue
+			}
+			a, b := its[0].Row(), its[i].Row()
+			if !bytes.Equal(a.Key, b.Key) || a.Seq != b.Seq || a.Flags != b.Flags || a.TS != b.TS ||
+				a.ExpireTS != b.ExpireTS || !bytes.Equal(a.Value, b.Value) {
+				t.Fatalf("%s: %s at %s, %s at %s", step, variants[i].name, fmtRow(b), variants[0].name, fmtRow(a))
+			}
+		}
+	}
+	all := func(step string, f func(it format.Iterator) bool) {
+		oks := make([]bool, len(its))
+		for i, it := range its {
+			oks[i] = f(it)
+		}
+		check(step, oks)
+	}
+	for op := range 300 {
+		key := ukeyFor(rng.IntN(len(rows)/2 + 100)) // also past the last key
+		if rng.IntN(2) == 0 {
+			key = append(key, 0) // between table keys
+		}
+		switch rng.IntN(6) {
+		case 0:
+			all("First", format.Iterator.First)
+		case 1:
+			all("Last", format.Iterator.Last)
+		case 2:
+			all(fmt.Sprintf("SeekGE(%q)", key), func(it format.Iterator) bool { return it.SeekGE(key) })
+		case 3:
+			all(fmt.Sprintf("SeekLT(%q)", key), func(it format.Iterator) bool { return it.SeekLT(key) })
+		case 4:
+			for n := rng.IntN(2000); n > 0; n-- {
+				all(fmt.Sprintf("op %d Next", op), format.Iterator.Next)
+			}
+		case 5:
+			for n := rng.IntN(500); n > 0; n-- {
+				all(fmt.Sprintf("op %d Prev", op), format.Iterator.Prev)
+			}
+		}
+	}
+	// A full forward and backward pass at the end.
+	all("First", format.Iterator.First)
+	for its[0].Valid() {
+		all("final Next", format.Iterator.Next)
+	}
+	all("Last", format.Iterator.Last)
+	for its[0].Valid() {
+		all("final Prev", format.Iterator.Prev)
+	}
+	for i, it := range its {
+		if err := it.Close(); err != nil {
+			t.Fatalf("%s: %v", variants[i].name, err)
+		}
+	}
+	if n := raFetches.Load(); n != 0 {
+		t.Fatalf("%d read-ahead fetches still running after Close", n)
+	}
+}
+
+func TestReadAheadCorruptBlock(t *testing.T) {
+	for _, c := range []Compression{NoCompression, SnappyCompression} {
+		data, _ := raTable(t, c)
+		hs := dataHandles(t, openRA(t, newCountingObject(data), 0, nil))
+		// The first block, one in the first window, ones reached through
+		// background fetches, the last.
+		for _, k := range []int{0, 3, len(hs) / 3, len(hs) / 2, len(hs) - 1} {
+			h := hs[k]
+			d := bytes.Clone(data)
+			d[h.offset+h.length/2] ^= 0x10
+			plain, wantErr := scanAll(t, openRA(t, newCountingObject(d), 0, nil))
+			wantCorruption(t, "scan without read-ahead", wantErr, int64(h.offset))
+			for _, capBytes := range []int{8 << 10, 256 << 10} {
+				got, err := scanAll(t, openRA(t, newCountingObject(d), capBytes, nil))
+				wantCorruption(t, fmt.Sprintf("%v block %d cap %d", c, k, capBytes), err, int64(h.offset))
+				if err.Error() != wantErr.Error() || len(got) != len(plain) {
+					t.Fatalf("%v block %d cap %d: %d rows then %v; without read-ahead %d rows then %v",
+						c, k, capBytes, len(got), err, len(plain), wantErr)
+				}
+			}
+		}
+	}
+}
+
+func TestReadAheadShortOrFailedRead(t *testing.T) {
+	data, _ := raTable(t, SnappyCompression)
+	hs := dataHandles(t, openRA(t, newCountingObject(data), 0, nil))
+	injected := errors.New("injected network failure")
+	for _, k := range []int{1, len(hs) / 2, len(hs) - 1} {
+		h := hs[k]
+		for _, failErr := range []error{io.EOF, injected} {
+			scan := func(capBytes int) ([]format.Row, error) {
+				obj := newCountingObject(data)
+				r := openRA(t, obj, capBytes, nil)
+				obj.failAt, obj.failErr = int64(h.offset+h.length/2), failErr
+				return scanAll(t, r)
+			}
+			plain, wantErr := scan(0)
+			if wantErr == nil || !strings.Contains(wantErr.Error(), fmt.Sprintf("%s at %d", testName, h.offset)) {
+				t.Fatalf("without read-ahead: %v", wantErr)
+			}
+			for _, capBytes := range []int{8 << 10, 1 << 20} {
+				got, err := scan(capBytes)
+				if err == nil || err.Error() != wantErr.Error() || len(got) != len(plain) {
+					t.Fatalf("block %d cap %d: %d rows then %v; without read-ahead %d rows then %v",
+						k, capBytes, len(got), err, len(plain), wantErr)
+				}
+				if failErr == injected && !errors.Is(err, injected) {
+					t.Fatalf("error does not wrap the read's: %v", err)
+				}
+			}
+		}
+	}
+}
+
+func TestReadAheadCloseWaitsForFetch(t *testing.T) {
+	data, _ := raTable(t, SnappyCompression)
+	obj := newCountingObject(data)
+	r := openRA(t, obj, 16<<10, nil)
+	defer r.Close()
+	// Read 1 is First's block, read 2 the first window, read 3 the
+	// background fetch of the second: hold it until Close waits.
+	obj.gateRead, obj.gate = 3, make(chan struct{})
+	released := false
+	testHookCloseWait = func() {
+		if !released {
+			released = true
+			close(obj.gate)
+		}
+	}
+	defer func() { testHookCloseWait = nil }()
+	it := r.NewIter()
+	ok := it.First()
+	for ok && raFetches.Load() == 0 {
+		ok = it.Next()
+	}
+	if !ok {
+		t.Fatalf("no background fetch started during the scan (err %v)", it.Error())
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !released {
+		t.Fatal("Close did not wait for the fetch")
+	}
+	if n, f := raFetches.Load(), obj.inFlight.Load(); n != 0 || f != 0 {
+		t.Fatalf("after Close: %d fetches, %d reads still running", n, f)
+	}
+	if reads := obj.takeReads(); len(reads) != 3 {
+		t.Fatalf("%d reads, want 3", len(reads))
+	}
+}
+
+func TestReadAheadNotForGet(t *testing.T) {
+	data, rows := raTable(t, SnappyCompression)
+	obj := newCountingObject(data)
+	r := openRA(t, obj, 1<<20, nil)
+	defer r.Close()
+	sizes := map[int64]bool{}
+	for _, h := range dataHandles(t, r) {
+		sizes[int64(h.length+trailerLen)] = true
+	}
+	for i := 0; i < len(rows); i += 7 {
+		if _, found, err := r.Get(rows[i].Key, format.MaxSeq); err != nil || !found {
+			t.Fatalf("Get(%q): found=%v err=%v", rows[i].Key, found, err)
+		}
+	}
+	for _, rd := range obj.takeReads() {
+		if !sizes[rd.n] {
+			t.Fatalf("Get made a read of %d bytes at %d, not one block", rd.n, rd.off)
+		}
+	}
+}
+
+// Blocks fetched ahead but never reached stay out of the block cache.
+func TestReadAheadCachesOnlyReachedBlocks(t *testing.T) {
+	data, rows := raTable(t, SnappyCompression)
+	cached := func(capBytes int) CacheMetrics {
+		cache := NewCache(64 << 20)
+		r := openRA(t, newCountingObject(data), capBytes, cache)
+		defer r.Close()
+		it := r.NewIter()
+		n := 0
+		for ok := it.SeekGE(rows[len(rows)/4].Key); ok && n < len(rows)/3; ok = it.Next() {
+			n++
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return cache.Metrics()
+	}
+	plain, ra := cached(0), cached(1<<20)
+	if plain.SizeBytes == 0 || ra.SizeBytes != plain.SizeBytes {
+		t.Fatalf("cache holds %d bytes after a partial scan with read-ahead, %d without", ra.SizeBytes, plain.SizeBytes)
+	}
+}
