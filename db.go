@@ -91,7 +91,9 @@ type DB struct {
 	// closeCtx is cancelled by Close, ending running compactions early.
 	closeCtx     context.Context
 	closeCancel  context.CancelFunc
-	followPolls  uint64 // guarded by manifestMu
+	followPolls  uint64  // guarded by manifestMu
+	tail         walTail // a read-only handle's WAL position; guarded by manifestMu
+	walGC        walGC   // a writer's collection of old WAL segments
 	graceMu      sync.Mutex
 	graceDeletes []graceDelete
 	// manualWG counts Compact/ReclaimExpired calls in progress; Close

@@ -58,6 +58,7 @@ func (db *DB) logAndApply(e *versionEdit) error {
 	}
 	db.metrics.manifestWrites.Add(1)
 	db.manifestNum = num
+	db.walGC.noteManifestWrite(st.ClockHWM)
 
 	next := newVersion(levels)
 	moved := make(map[uint64]bool, len(e.added))

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/manifest"
 	"github.com/mayflydb/mayfly/memtable"
 	"github.com/mayflydb/mayfly/storage"
-	"github.com/mayflydb/mayfly/wal"
 )
 
 // followListEvery is how many polls a follower makes between LISTs of the
@@ -56,6 +54,8 @@ func (db *DB) refresh(list bool) (bool, error) {
 	if err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return false, err
 	}
+	list = list || db.tail.forceList
+	db.tail.forceList = false
 	if !changed && list {
 		// The writer keeps only its newest versions: if it wrote several
 		// between two polls, the next number is already gone. A LIST now
@@ -123,17 +123,21 @@ func (db *DB) refresh(list bool) (bool, error) {
 		lastSeq = max(lastSeq, st.LastSeq)
 		db.clock.Observe(st.ClockHWM)
 	}
-	var mems []*memtable.Memtable
+	var walChanged bool
+	var walErr error
 	if withWAL {
-		if mems, lastSeq, err = db.replayForFollower(minLog, lastSeq); err != nil {
-			return false, err
-		}
+		// Rows already applied when an error stops the tail are whole
+		// records: publish them, then report the error.
+		walChanged, lastSeq, walErr = db.tailWAL(minLog, lastSeq)
+	}
+	if st == nil && !walChanged {
+		return false, walErr
 	}
 
 	next := newVersion(levels)
 	db.mu.Lock()
 	db.current = next
-	db.imm = mems
+	db.imm = db.tail.memtables()
 	db.mem = memtable.New(0)
 	db.minLogNum = minLog
 	db.manifestNum = num
@@ -142,36 +146,5 @@ func (db *DB) refresh(list bool) (bool, error) {
 	db.mu.Unlock()
 	cur.unref() // the reference the handle held as its current version
 	db.metrics.followRefreshes.Add(1)
-	return true, nil
-}
-
-// replayForFollower reads every WAL segment from minLog on into fresh
-// memtables. A torn tail is expected: the writer may be appending to it.
-func (db *DB) replayForFollower(minLog, lastSeq uint64) ([]*memtable.Memtable, uint64, error) {
-	segs, err := db.logSegments(minLog)
-	if err != nil {
-		return nil, 0, err
-	}
-	mem := memtable.New(0)
-	for _, seg := range segs {
-		_, err := wal.Replay(db.store, logName(seg), seg, func(payload []byte) error {
-			br, err := format.NewBatchReader(payload)
-			if err != nil {
-				return err
-			}
-			h := br.Header()
-			if h.Count == 0 {
-				return nil
-			}
-			lastSeq = max(lastSeq, h.Seq+uint64(h.Count)-1)
-			return mem.ApplyBatch(payload)
-		})
-		if err != nil && !errors.Is(err, storage.ErrNotExist) {
-			return nil, 0, fmt.Errorf("mayfly: follow %s: %w", logName(seg), err)
-		}
-	}
-	if mem.Empty() {
-		return nil, lastSeq, nil
-	}
-	return []*memtable.Memtable{mem}, lastSeq, nil
+	return true, walErr
 }

@@ -54,8 +54,11 @@ type Options struct {
 	// FollowWAL it also replays the WAL to see recent writes. Default 0: no
 	// following.
 	FollowInterval time.Duration
-	// FollowWAL makes a follower replay the WAL segments at every change it
-	// sees, and at open, so that it also sees writes not yet flushed.
+	// FollowWAL makes a follower tail the WAL, at open and at every poll,
+	// so that it also sees writes not yet flushed: it remembers how far it
+	// has read each segment and reads only what was uploaded since (on an
+	// object store one LIST of the WAL per poll plus one GET per new part).
+	// It shows every write the writer uploaded, unsynced ones included.
 	FollowWAL bool
 
 	// ObsoleteFileGracePeriod delays the deletion of SSTables no version

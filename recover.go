@@ -81,8 +81,11 @@ func (db *DB) recover() error {
 			return err
 		}
 	}
-	if db.opts.ReadOnly && db.opts.FollowInterval > 0 && !db.opts.FollowWAL {
-		segs = nil // a follower without FollowWAL sees flushed data only
+	if db.opts.ReadOnly {
+		// A read-only handle replays the WAL through its tail (below), which
+		// later polls continue from; a follower without FollowWAL sees
+		// flushed data only.
+		segs = nil
 	}
 	if !db.opts.ReadOnly {
 		db.removeOrphanTables()
@@ -133,7 +136,15 @@ func (db *DB) recover() error {
 	db.visibleSeq.Store(db.lastSeq)
 
 	if db.opts.ReadOnly {
-		db.imm = recovered
+		if db.opts.FollowWAL || db.opts.FollowInterval <= 0 {
+			_, lastSeq, err := db.tailWAL(db.minLogNum, db.lastSeq)
+			if err != nil {
+				return err
+			}
+			db.lastSeq = lastSeq
+			db.visibleSeq.Store(lastSeq)
+		}
+		db.imm = db.tail.memtables()
 		db.mem = memtable.New(0)
 		db.publishReadState()
 		return nil
@@ -175,6 +186,10 @@ func (db *DB) recover() error {
 	db.mu.Lock()
 	db.publishReadState()
 	db.mu.Unlock()
+	// Every segment below num is now flushed or never held an acknowledged
+	// row: collect what a previous writer left behind.
+	db.walGC.first = num
+	db.collectWAL()
 	return nil
 }
 
@@ -448,5 +463,8 @@ func (db *DB) sweepGraceDeletes() {
 	for _, name := range due {
 		db.removeQuietly(name)
 		db.metrics.tablesDeleted.Add(1)
+	}
+	if db.walGC.due(db.clock.NowMillis()) {
+		db.collectWAL()
 	}
 }

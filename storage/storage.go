@@ -36,6 +36,83 @@ type LogFencer interface {
 	FenceLog(name string) error
 }
 
+// ListedLog is one log found by ListLogs.
+type ListedLog struct {
+	// Name is the log's name.
+	Name string
+	// Reader presents the log's bytes as they were when listed: the bytes
+	// Open would have presented then. It is nil if none are readable (the
+	// log's beginning is gone). The caller closes it.
+	Reader ObjectReader
+	// FenceOnly reports that nothing is left of the log but the marker that
+	// stops a fenced writer (see LogReleaser.ReleaseLog).
+	FenceOnly bool
+}
+
+// LogLister is implemented by backends on which opening a log costs
+// requests (object stores). ListLogs describes every log under dir with one
+// listing; the readers it returns cost no request until read, and a read
+// fetches only what its range touches, so a caller that remembers how far
+// it has read a log fetches only what was appended since.
+type LogLister interface {
+	ListLogs(dir string) ([]ListedLog, error)
+}
+
+// LogReleaser is implemented by backends without locks (with LogFencer).
+// ReleaseLog deletes log name except, if the log was fenced, the one empty
+// marker its writer would meet next: a writer that has not noticed the
+// fence yet still fails with ErrFenced instead of appending to a log nobody
+// will read again. It reports whether that marker was kept. Releasing a
+// missing log, or one already reduced to its marker, changes nothing.
+type LogReleaser interface {
+	ReleaseLog(name string) (kept bool, err error)
+}
+
+// As returns s, or the first storage s wraps (through Unwrap methods),
+// that implements T.
+func As[T any](s Storage) (T, bool) {
+	for s != nil {
+		if t, ok := s.(T); ok {
+			return t, true
+		}
+		u, ok := s.(interface{ Unwrap() Storage })
+		if !ok {
+			break
+		}
+		s = u.Unwrap()
+	}
+	var zero T
+	return zero, false
+}
+
+// ListLogs lists the logs under dir with readers of their current bytes:
+// with one listing on a LogLister, else with List and one Open per log (a
+// log removed in between is left out).
+func ListLogs(s Storage, dir string) ([]ListedLog, error) {
+	if l, ok := As[LogLister](s); ok {
+		return l.ListLogs(dir)
+	}
+	names, err := s.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	logs := make([]ListedLog, 0, len(names))
+	for _, name := range names {
+		r, err := s.Open(name)
+		if errors.Is(err, ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			for _, l := range logs {
+				l.Reader.Close()
+			}
+			return nil, err
+		}
+		logs = append(logs, ListedLog{Name: name, Reader: r})
+	}
+	return logs, nil
+}
+
 // ErrLocked is returned by Lock when another process or another open DB in
 // this process holds the lock.
 var ErrLocked = errors.New("mayfly/storage: database is locked by another process or handle")

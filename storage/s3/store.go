@@ -375,17 +375,7 @@ func (s *Store) Open(name string) (storage.ObjectReader, error) {
 	if len(parts) == 0 || parts[0].n != 1 {
 		return nil, fmt.Errorf("mayfly/s3: open %s: %w", name, storage.ErrNotExist)
 	}
-	r := &reader{s: s, name: name}
-	for i, p := range parts {
-		if p.n != int64(i+1) {
-			break // a gap: what follows cannot continue the log
-		}
-		if p.size > 0 {
-			r.parts = append(r.parts, span{key: p.key, off: r.size, size: p.size})
-			r.size += p.size
-		}
-	}
-	return r, nil
+	return s.partsReader(name, parts), nil
 }
 
 // span is one object's bytes at offset off of what a reader presents.
