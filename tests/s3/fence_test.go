@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -126,15 +124,6 @@ func TestCrashTakeoverFencesOldWriter(t *testing.T) {
 	b = open(t, loc, opts)
 	verify(b, "reopen")
 	check(t, b)
-}
-
-// knownBugs runs the tests skipped for open bugs when
-// MAYFLY_S3_KNOWN_BUGS=1.
-func skipKnownBug(t *testing.T, msg string) {
-	t.Helper()
-	if os.Getenv("MAYFLY_S3_KNOWN_BUGS") != "1" {
-		t.Skip(msg + " (set MAYFLY_S3_KNOWN_BUGS=1 to run)")
-	}
 }
 
 // TestFencedWriterFirstSyncedPut: writer A is idle while B opens (takes
@@ -333,12 +322,6 @@ func twoWritersRound(t *testing.T, delay time.Duration) {
 	for _, r := range results {
 		switch {
 		case r.openErr != nil:
-			if strings.Contains(r.openErr.Error(), "kept growing") {
-				skipKnownBug(t, "BUG: takeover Open fails (not ErrFenced) when the old writer keeps appending "+
-					"synced parts: s3.Store.FenceLog probes part numbers one at a time from a single LIST and "+
-					"gives up after 64 attempts ('the log kept growing'), so a busy writer cannot be taken over; "+
-					"seen under -race: "+r.openErr.Error())
-			}
 			if !errors.Is(r.openErr, mayfly.ErrFenced) {
 				t.Fatalf("writer %s: Open failed with %v, want success or ErrFenced", r.name, r.openErr)
 			}
