@@ -10,8 +10,16 @@ import (
 // Batch collects writes that commit atomically: after a crash either every
 // write in the batch is present or none is. A Batch is not safe for
 // concurrent use. Build one with DB.NewBatch, fill it, and Write it once.
+//
+// Ownership: a batch belongs to its caller from NewBatch until Close. Write
+// keeps no reference to the batch or its memory once it returns (the WAL
+// and the memtable copy what they keep), so after Write the caller may
+// Reset and refill the batch, or Close it. Close hands the batch's memory to
+// a pool that later NewBatch calls (and single-row writes) draw from; the
+// caller must not touch the batch after Close. Closing is optional: a batch
+// that is dropped without Close is simply garbage collected.
 type Batch struct {
-	db        *DB
+	db        *DB    // nil after Close
 	data      []byte // format batch encoding; header filled at commit
 	count     uint32
 	relative  []relativeTTL // expire slots to stamp at commit
@@ -19,9 +27,25 @@ type Batch struct {
 	err       error // first invalid write; Write returns it
 }
 
-// NewBatch returns an empty batch for this database.
-func (db *DB) NewBatch() *Batch {
-	return &Batch{db: db, data: make([]byte, format.BatchHeaderLen, 256)}
+// NewBatch returns an empty batch for this database, reusing the memory of
+// a closed batch when one is available.
+func (db *DB) NewBatch() *Batch { return db.pooledBatch(0) }
+
+// NewBatchWithSize is NewBatch for a batch expected to grow to about size
+// encoded bytes: its buffer starts with room for that many, so filling it
+// does not reallocate. size is a hint, not a limit.
+func (db *DB) NewBatchWithSize(size int) *Batch { return db.pooledBatch(size) }
+
+// Close releases the batch for reuse by later NewBatch calls. The batch
+// must not be used afterwards (a Put, Delete or Write on a closed batch
+// returns ErrBatchClosed as long as the pool has not handed it out again).
+// Close of a closed batch does nothing.
+func (b *Batch) Close() {
+	if b.db == nil {
+		return
+	}
+	b.db = nil
+	releaseBatch(b)
 }
 
 // Put adds a write of key=value with the database's default TTL.
@@ -79,6 +103,9 @@ func (b *Batch) Reset() {
 
 // Write commits the batch atomically. opts may be nil (NoSync).
 func (b *Batch) Write(opts *WriteOptions) error {
+	if b.db == nil {
+		return ErrBatchClosed
+	}
 	if b.committed {
 		return ErrBatchCommitted
 	}
@@ -96,6 +123,9 @@ func (b *Batch) Write(opts *WriteOptions) error {
 }
 
 func (b *Batch) check(key []byte) error {
+	if b.db == nil {
+		return ErrBatchClosed
+	}
 	if b.committed {
 		return ErrBatchCommitted
 	}

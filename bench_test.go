@@ -171,6 +171,7 @@ func BenchmarkPutBatch(b *testing.B) {
 		if err := bt.Write(nil); err != nil {
 			b.Fatal(err)
 		}
+		bt.Close()
 	}
 	b.StopTimer()
 	cpu.report(b)

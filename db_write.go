@@ -22,6 +22,14 @@ var (
 	waiterPool = sync.Pool{New: func() any { return &commitWaiter{} }}
 )
 
+const (
+	// minBatchCap is the buffer capacity of a new batch.
+	minBatchCap = 1 << 10
+	// maxPooledBatchCap bounds the buffer of a batch kept for reuse, so
+	// that one huge batch does not pin its memory in the pool.
+	maxPooledBatchCap = 1 << 20
+)
+
 // Put writes key=value with the default TTL, without waiting for an fsync.
 func (db *DB) Put(key, value []byte) error { return db.PutWith(key, value, TTL{}, nil) }
 
@@ -36,8 +44,8 @@ func (db *DB) Delete(key []byte) error { return db.DeleteWith(key, nil) }
 // chooses durability. An invalid key, value or TTL returns an error and
 // writes nothing.
 func (db *DB) PutWith(key, value []byte, ttl TTL, opts *WriteOptions) error {
-	b := db.pooledBatch()
-	defer batchPool.Put(b)
+	b := db.pooledBatch(0)
+	defer b.Close()
 	if err := b.PutTTL(key, value, ttl); err != nil {
 		return err
 	}
@@ -46,22 +54,33 @@ func (db *DB) PutWith(key, value []byte, ttl TTL, opts *WriteOptions) error {
 
 // DeleteWith removes key; opts (nil for NoSync) chooses durability.
 func (db *DB) DeleteWith(key []byte, opts *WriteOptions) error {
-	b := db.pooledBatch()
-	defer batchPool.Put(b)
+	b := db.pooledBatch(0)
+	defer b.Close()
 	if err := b.Delete(key); err != nil {
 		return err
 	}
 	return b.Write(opts)
 }
 
-func (db *DB) pooledBatch() *Batch {
+// pooledBatch returns an empty batch for db from the pool, with room for
+// at least sizeHint encoded bytes.
+func (db *DB) pooledBatch(sizeHint int) *Batch {
 	b := batchPool.Get().(*Batch)
 	b.db = db
-	if b.data == nil {
-		b.data = make([]byte, 0, 256)
+	if want := max(sizeHint, minBatchCap); cap(b.data) < want {
+		b.data = make([]byte, 0, want)
 	}
 	b.Reset()
 	return b
+}
+
+// releaseBatch puts a closed batch back in the pool unless its buffers are
+// too large to keep.
+func releaseBatch(b *Batch) {
+	if cap(b.data) > maxPooledBatchCap || cap(b.relative) > maxPooledBatchCap/16 {
+		return
+	}
+	batchPool.Put(b)
 }
 
 // commit writes b to the WAL and the memtable. Concurrent callers form a
@@ -109,7 +128,7 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 	seq := db.lastSeq + 1
 	buf := db.walBuf[:0]
 	needSync := false
-	var applied []*commitWaiter
+	applied := 0 // waiters still !done after stamping are the ones logged
 	rows := uint64(0)
 	for _, g := range group {
 		if err := g.batch.stamp(seq, now); err != nil {
@@ -120,12 +139,12 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 		seq += uint64(g.batch.count)
 		rows += uint64(g.batch.count)
 		needSync = needSync || g.sync
-		applied = append(applied, g)
+		applied++
 	}
 	if cap(buf) <= 4<<20 {
 		db.walBuf = buf[:0]
 	}
-	if len(applied) == 0 {
+	if applied == 0 {
 		return nil
 	}
 	if err := db.logWriter.Write(buf); err != nil {
@@ -144,7 +163,10 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 		}
 		db.metrics.walSyncs.Add(1)
 	}
-	for _, g := range applied {
+	for _, g := range group {
+		if g.done {
+			continue // failed to stamp; not logged
+		}
 		if err := db.mem.ApplyBatch(g.batch.data); err != nil {
 			db.setBackgroundError(fmt.Errorf("memtable apply: %w", err))
 			return err
@@ -154,7 +176,7 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 	db.lastSeq = seq - 1
 	db.visibleSeq.Store(db.lastSeq)
 	db.metrics.rowsWritten.Add(rows)
-	db.metrics.batchesCommitted.Add(uint64(len(applied)))
+	db.metrics.batchesCommitted.Add(uint64(applied))
 	return nil
 }
 

@@ -31,6 +31,8 @@ var (
 	ErrBatchTooLarge = errors.New("mayfly: batch too large")
 	// ErrBatchCommitted means a batch was reused after Write.
 	ErrBatchCommitted = errors.New("mayfly: batch already committed")
+	// ErrBatchClosed means a batch was used after Close.
+	ErrBatchClosed = errors.New("mayfly: batch closed")
 	// ErrInvalidOptions means an Options field holds a value that is not allowed.
 	ErrInvalidOptions = errors.New("mayfly: invalid options")
 	// ErrCorruption means stored data failed a checksum or did not decode.

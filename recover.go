@@ -380,7 +380,7 @@ const fencedWriterGap = 1 << 20
 // createLogSegment creates WAL segment num. On failure it removes whatever
 // it created, so that no empty segment is left between two others.
 func (db *DB) createLogSegment(num uint64) (*wal.Writer, error) {
-	lw, err := db.store.CreateLog(logName(num))
+	lw, err := wal.CreateLog(db.store, logName(num))
 	if err != nil {
 		db.removeQuietly(logName(num))
 		return nil, err

@@ -43,6 +43,7 @@ func (e *mayflyEngine) SyncPut(k, v []byte) error {
 
 func (e *mayflyEngine) Batch(keys, values [][]byte) error {
 	b := e.db.NewBatch()
+	defer b.Close() // recycle the batch, as the Pebble adapter does
 	for i := range keys {
 		b.Put(keys[i], values[i])
 	}

@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"sync"
 
 	"github.com/bits-and-blooms/bloom/v3"
 )
@@ -33,6 +34,29 @@ type filterWriter struct {
 	arena      []byte   // the keys, back to back
 	ends       []uint32 // end offset of each key in arena
 	last       []byte
+}
+
+// maxPooledFilterArena bounds the key arena a filterWriter keeps for reuse.
+const maxPooledFilterArena = 64 << 20
+
+// filterPool recycles filterWriters between tables, so that a flush or
+// compaction does not regrow the key arena and offsets from empty for
+// every table it writes.
+var filterPool = sync.Pool{New: func() any { return &filterWriter{} }}
+
+func newFilterWriter(bitsPerKey int) *filterWriter {
+	f := filterPool.Get().(*filterWriter)
+	f.bitsPerKey = bitsPerKey
+	return f
+}
+
+// release empties f and returns it to the pool; f must not be used after.
+func (f *filterWriter) release() {
+	if cap(f.arena) > maxPooledFilterArena {
+		return
+	}
+	f.arena, f.ends, f.last = f.arena[:0], f.ends[:0], nil
+	filterPool.Put(f)
 }
 
 // add records ukey; consecutive duplicates (versions of a key) count once.

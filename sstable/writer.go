@@ -70,7 +70,7 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 	wr.data.restartInterval = opts.RestartInterval
 	wr.index.restartInterval = 1
 	if opts.BloomBitsPerKey > 0 {
-		wr.filter = &filterWriter{bitsPerKey: opts.BloomBitsPerKey}
+		wr.filter = newFilterWriter(opts.BloomBitsPerKey)
 	}
 	if !opts.Compression.valid() {
 		wr.err = fmt.Errorf("sstable: unknown compression %v", opts.Compression)
@@ -192,13 +192,14 @@ func (w *Writer) Finish() (*Properties, error) {
 	ft.version = FormatVersion
 	if w.filter != nil {
 		b, err := w.filter.build()
+		w.filter.release() // build copied what it needs into b
+		w.filter = nil
 		if err != nil {
 			return nil, err
 		}
 		if ft.filter, err = w.writeBlock(b, NoCompression); err != nil {
 			return nil, err
 		}
-		w.filter = nil
 	}
 	if w.props.NumRows > 0 {
 		w.props.Largest = bytes.Clone(w.lastKey)

@@ -18,3 +18,22 @@ func syncData(f *os.File) error {
 		}
 	}
 }
+
+// preallocate reserves n bytes of f's blocks from off on with fallocate(2),
+// extending the file. File systems without fallocate are left to the
+// caller's zero writes, which allocate the blocks as they go.
+func preallocate(f *os.File, off, n int64) error {
+	for {
+		err := syscall.Fallocate(int(f.Fd()), 0, off, n)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EOPNOTSUPP), errors.Is(err, syscall.ENOSYS):
+			return nil
+		default:
+			return err
+		}
+	}
+}

@@ -113,6 +113,15 @@ func ListLogs(s Storage, dir string) ([]ListedLog, error) {
 	return logs, nil
 }
 
+// LogPreallocator is implemented by backends that can create a log whose
+// space is reserved ahead of its writes, so that a Sync does not have to
+// commit a change of the log's size. Such a log reads back as the bytes
+// written followed by zeros up to the end of the reserved space; only a
+// log format that recognises a zero tail as its end (the WAL) may use it.
+type LogPreallocator interface {
+	CreatePreallocatedLog(name string) (LogWriter, error)
+}
+
 // ErrLocked is returned by Lock when another process or another open DB in
 // this process holds the lock.
 var ErrLocked = errors.New("mayfly/storage: database is locked by another process or handle")

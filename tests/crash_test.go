@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly"
+	"github.com/mayflydb/mayfly/storage"
+	"github.com/mayflydb/mayfly/wal"
 )
 
 // Crash tests. Power loss is simulated with storage.Mem.CrashClone, taken
@@ -333,11 +335,26 @@ func walFiles(t testing.TB, dir string) []string {
 	return files
 }
 
-func fileSize(t testing.TB, p string) int64 {
+// walRecordEnds returns the offset just past each record of WAL segment p.
+func walRecordEnds(t testing.TB, p string) []int64 {
 	t.Helper()
-	fi, err := os.Stat(p)
+	s, err := storage.NewLocal(filepath.Dir(p))
 	must(t, err)
-	return fi.Size()
+	var num uint64
+	_, err = fmt.Sscanf(filepath.Base(p), "%d.wal", &num)
+	must(t, err)
+	var ends []int64
+	off := int64(wal.HeaderSize)
+	res, err := wal.Replay(s, filepath.Base(p), num, func(payload []byte) error {
+		off += int64(wal.RecordLen(len(payload)))
+		ends = append(ends, off)
+		return nil
+	})
+	must(t, err)
+	if res.Torn() {
+		t.Fatalf("%s: torn at %d: %s", p, res.TornOffset, res.TornReason)
+	}
+	return ends
 }
 
 // TestTornWALTail damages the last record of the WAL in several ways and
@@ -353,18 +370,22 @@ func TestTornWALTail(t *testing.T) {
 	if len(wals) != 1 {
 		t.Fatalf("WAL files = %v; want exactly one", wals)
 	}
-	var ends []int64
 	for i := range batches {
 		b := base.db.NewBatch()
 		for j := range rows {
 			must(t, b.PutTTL([]byte(fmt.Sprintf("b%d-%d", i, j)), []byte(fmt.Sprintf("v%d", i)), mayfly.ExpireAfter(time.Hour)))
 		}
 		must(t, b.Write(mayfly.Sync))
-		ends = append(ends, fileSize(t, wals[0]))
 	}
 	must(t, base.db.Close())
 	if got := walFiles(t, base.dir); len(got) != 1 || got[0] != wals[0] {
 		t.Fatalf("WAL files after Close = %v; want %v", got, wals)
+	}
+	// The segment is preallocated (it ends in zeros, not at its last
+	// record), so find the record boundaries by reading it.
+	ends := walRecordEnds(t, wals[0])
+	if len(ends) != batches {
+		t.Fatalf("WAL holds %d records; want %d", len(ends), batches)
 	}
 	start, end := ends[batches-2], ends[batches-1] // the last record
 

@@ -27,10 +27,20 @@
 // MaxRecordSize.
 //
 // End of segment: a record header of nine zero bytes (or fewer than nine
-// zero bytes at the end of the file) marks the end of the records, so that
-// a segment may later be preallocated with zeros. No real record has an
-// all-zero header, because its type byte is never zero. Every byte after an
-// end marker must also be zero.
+// zero bytes at the end of the file) marks the end of the records. No real
+// record has an all-zero header, because its type byte is never zero. Every
+// byte after an end marker must also be zero.
+//
+// Preallocation: CreateLog asks a backend that can (storage.Local) for a
+// preallocated log, whose space is reserved and zero-filled ahead of the
+// writes, so that a synced append does not have to commit a file-size
+// change. Such a segment is its records followed by zeros to the end of the
+// file, which reads as the end marker above. A crash leaves zeros after the
+// last record that reached the disk (a clean end), a record partly written
+// over zeros (a CRC mismatch: torn), or zeros followed by non-zero bytes
+// when pages reached the disk out of order (torn at the zeros). Segments
+// are never reused, so the reserved space cannot hold records of an older
+// segment.
 //
 // A segment whose header is all zero, or which is shorter than a header, is
 // treated like a torn write at offset 0 (a crash right after the segment
@@ -133,11 +143,39 @@ type Writer struct {
 	done     chan struct{}
 }
 
+// CreateLog creates log name in s for a new segment. Where s can
+// preallocate logs (storage.LogPreallocator), the log is preallocated: its
+// zero-filled tail reads as the end of the segment (see the package
+// documentation), and a synced append does not change the file's size.
+func CreateLog(s storage.Storage, name string) (storage.LogWriter, error) {
+	if p, ok := s.(storage.LogPreallocator); ok {
+		return p.CreatePreallocatedLog(name)
+	}
+	return s.CreateLog(name)
+}
+
+// pendingCap is the initial capacity of a Writer's two pending buffers.
+const pendingCap = 256 << 10
+
+// bufPool recycles the pending buffers of closed Writers, so that a new
+// segment does not grow its buffers from scratch. Buffers larger than
+// 2*maxPending are dropped rather than pooled.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, pendingCap); return &b }}
+
+func getBuf() []byte { return (*bufPool.Get().(*[]byte))[:0] }
+
+func putBuf(b []byte) {
+	if cap(b) >= pendingCap && cap(b) <= 2*maxPending {
+		b = b[:0]
+		bufPool.Put(&b)
+	}
+}
+
 // NewWriter writes the header of segment segNum to lw, a freshly created
 // log, and returns a Writer appending to it. The header is not synced until
 // the first Sync.
 func NewWriter(lw storage.LogWriter, segNum uint64) (*Writer, error) {
-	w := &Writer{lw: lw, done: make(chan struct{})}
+	w := &Writer{lw: lw, done: make(chan struct{}), pending: getBuf(), spare: getBuf()}
 	w.cond = sync.NewCond(&w.mu)
 	hdr := AppendHeader(make([]byte, 0, HeaderSize), segNum)
 	n, err := lw.Write(hdr)
@@ -262,6 +300,11 @@ func (w *Writer) Close() error {
 	if err == nil {
 		w.err = errors.New("wal: writer is closed")
 	}
+	// The flusher has exited and every later Write fails, so nothing
+	// refers to the buffers any more.
+	putBuf(w.pending)
+	putBuf(w.spare)
+	w.pending, w.spare = nil, nil
 	w.mu.Unlock()
 	if cerr := w.lw.Close(); err == nil {
 		err = cerr

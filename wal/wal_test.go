@@ -527,7 +527,7 @@ func BenchmarkAppend(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			lw, err := s.CreateLog("wal/000001.wal")
+			lw, err := CreateLog(s, "wal/000001.wal") // preallocated, as the engine does
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -557,7 +557,7 @@ func BenchmarkAppendSync(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			lw, err := s.CreateLog("wal/000001.wal")
+			lw, err := CreateLog(s, "wal/000001.wal") // preallocated, as the engine does
 			if err != nil {
 				b.Fatal(err)
 			}
