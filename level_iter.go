@@ -21,6 +21,7 @@ import (
 	"sort"
 
 	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/sstable"
 )
 
 // levelIter walks the rows of sorted, non-overlapping tables in
@@ -33,9 +34,12 @@ type levelIter struct {
 	lower  []byte       // nil: open
 	upper  []byte       // nil: open
 	idx    int          // index of the table iter reads; -1 if none
-	iter   format.Iterator
-	pos    levelPos
-	err    error
+	iter   *sstable.Iterator
+	// spare is a closed table iterator kept for reuse, so moving between
+	// tables does not allocate.
+	spare *sstable.Iterator
+	pos   levelPos
+	err   error
 }
 
 type levelPos uint8
@@ -86,7 +90,12 @@ func (l *levelIter) open(i int) {
 		return
 	}
 	l.closeTable()
-	l.iter = l.tables[i].reader.NewIter()
+	if l.spare != nil {
+		l.iter, l.spare = l.spare, nil
+		l.iter.Reset(l.tables[i].reader)
+	} else {
+		l.iter = l.tables[i].reader.NewIter().(*sstable.Iterator)
+	}
 	l.idx = i
 }
 
@@ -95,10 +104,11 @@ func (l *levelIter) closeTable() {
 	if l.iter == nil {
 		return
 	}
-	if err := l.iter.Close(); err != nil && l.err == nil {
+	// The iterator's error is only read here: Reset would clear it.
+	if err := l.iter.Error(); err != nil && l.err == nil {
 		l.err = err
 	}
-	l.iter, l.idx = nil, -1
+	l.spare, l.iter, l.idx = l.iter, nil, -1
 }
 
 // settle records the outcome of a move of the open table iterator, moving
@@ -246,6 +256,12 @@ func (l *levelIter) Error() error { return l.err }
 // Close closes the open table iterator and returns Error.
 func (l *levelIter) Close() error {
 	l.closeTable()
+	if l.spare != nil {
+		if err := l.spare.Close(); err != nil && l.err == nil {
+			l.err = err
+		}
+		l.spare = nil
+	}
 	l.pos = levelNone
 	l.tables = nil
 	return l.err
