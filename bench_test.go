@@ -1,6 +1,7 @@
 package mayfly_test
 
 import (
+	"context"
 	"encoding/binary"
 	"math/rand/v2"
 	"syscall"
@@ -325,4 +326,129 @@ func BenchmarkScan(b *testing.B) {
 	}
 	cpu.report(b)
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchPreload, "ns/key")
+}
+
+// openMultiLevelDB loads benchPreload rows into a database with small
+// memtables, tables and level targets, then waits for compaction, so that
+// the rows spread over many tables in several levels (the shape of a real
+// database, scaled down). It reports the number of tables as a metric.
+func openMultiLevelDB(b *testing.B) *mayfly.DB {
+	b.Helper()
+	db := openBenchDB(b, func(o *mayfly.Options) {
+		o.MemtableSize = 1 << 20
+		o.TargetFileSize = 128 << 10
+		o.LBaseMaxBytes = 256 << 10
+		o.LevelSizeRatio = 4
+	})
+	loadBench(b, db, benchPreload)
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.WaitForCompactions(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
+// reportShape adds the number of tables and of non-empty levels as metrics.
+func reportShape(b *testing.B, db *mayfly.DB) {
+	files, levels := 0, 0
+	var perLevel []int
+	for _, l := range db.Metrics().Levels {
+		perLevel = append(perLevel, l.Files)
+		files += l.Files
+		if l.Files > 0 {
+			levels++
+		}
+	}
+	b.ReportMetric(float64(files), "tables")
+	b.ReportMetric(float64(levels), "levels")
+	b.Logf("files per level: %v", perLevel)
+}
+
+// BenchmarkScanMultiLevel is BenchmarkScan over a database whose rows are
+// spread over many tables in several levels: one op is one whole scan.
+func BenchmarkScanMultiLevel(b *testing.B) {
+	db := openMultiLevelDB(b)
+	// One untimed scan fills the block cache, so that the first (and with
+	// small b.N dominant) iteration does not time decompression.
+	for range db.Scan(nil, nil, nil) {
+	}
+	b.SetBytes(benchPreload * benchRowBytes)
+	b.ReportAllocs()
+	cpu := startCPU()
+	for b.Loop() {
+		var err error
+		n := 0
+		for range db.Scan(nil, nil, &err) {
+			n++
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n != benchPreload {
+			b.Fatalf("scanned %d rows, want %d", n, benchPreload)
+		}
+	}
+	cpu.report(b)
+	reportShape(b, db)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchPreload, "ns/key")
+}
+
+// BenchmarkSeekGEMultiLevel measures one SeekGE to a random existing key
+// (and reading the row it lands on) through a reused iterator, over the
+// database of BenchmarkScanMultiLevel. "bounded" gives the iterator an
+// upper bound just past a short key range, as a prefix scan would.
+func BenchmarkSeekGEMultiLevel(b *testing.B) {
+	db := openMultiLevelDB(b)
+	seek := func(b *testing.B, opts *mayfly.IterOptions) {
+		it, err := db.NewIter(opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer it.Close()
+		r := rand.New(rand.NewPCG(20, 21))
+		k := make([]byte, benchKeySize)
+		b.ReportAllocs()
+		cpu := startCPU()
+		for b.Loop() {
+			benchKey(k, r.Uint64N(benchPreload))
+			if !it.SeekGE(k) {
+				b.Fatalf("SeekGE(%x) found nothing: %v", k, it.Error())
+			}
+			if len(it.Value()) != benchValueSize {
+				b.Fatalf("value of %d bytes", len(it.Value()))
+			}
+		}
+		b.StopTimer()
+		cpu.report(b)
+		reportShape(b, db)
+	}
+	b.Run("unbounded", func(b *testing.B) { seek(b, nil) })
+	// prefix opens a bounded iterator per op over the 8-byte prefix of a
+	// random existing key, as a prefix lookup would, and reads its first row.
+	b.Run("prefix", func(b *testing.B) {
+		r := rand.New(rand.NewPCG(22, 23))
+		k := make([]byte, benchKeySize)
+		upper := make([]byte, 8)
+		b.ReportAllocs()
+		cpu := startCPU()
+		for b.Loop() {
+			benchKey(k, r.Uint64N(benchPreload))
+			binary.BigEndian.PutUint64(upper, binary.BigEndian.Uint64(k)+1)
+			it, err := db.NewIter(&mayfly.IterOptions{LowerBound: k[:8], UpperBound: upper})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !it.First() || len(it.Value()) != benchValueSize {
+				b.Fatalf("prefix %x: no row (%v)", k[:8], it.Error())
+			}
+			if err := it.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		cpu.report(b)
+		reportShape(b, db)
+	})
 }

@@ -58,21 +58,30 @@ func (db *DB) newIter(opts *IterOptions, seq uint64, now int64) (*Iterator, erro
 	if err != nil {
 		return nil, err
 	}
-	children := make([]format.Iterator, 0, 2+len(rs.imm)+len(rs.v.levels[0])+len(rs.v.levels))
-	children = append(children, rs.mem.NewIter())
-	for _, m := range rs.imm {
-		children = append(children, m.NewIter())
-	}
-	for _, lvl := range rs.v.levels {
-		for _, t := range lvl {
-			children = append(children, t.reader.NewIter())
-		}
-	}
-	it := &Iterator{db: db, rs: rs, m: merge.New(children...), seq: seq, now: now}
+	it := &Iterator{db: db, rs: rs, seq: seq, now: now}
 	if opts != nil {
 		it.lower = cloneBytes(opts.LowerBound)
 		it.upper = cloneBytes(opts.UpperBound)
 	}
+	// Memtables and level-0 tables overlap, so each is its own child of the
+	// merge; each sorted level is one child that opens a table at a time.
+	// Tables wholly outside the bounds are left out.
+	children := make([]format.Iterator, 0, 1+len(rs.imm)+len(rs.v.levels[0])+len(rs.v.levels)-1)
+	children = append(children, rs.mem.NewIter())
+	for _, m := range rs.imm {
+		children = append(children, m.NewIter())
+	}
+	for _, t := range rs.v.levels[0] {
+		if inBounds(t, it.lower, it.upper) {
+			children = append(children, t.reader.NewIter())
+		}
+	}
+	for _, lvl := range rs.v.levels[1:] {
+		if tables := tablesInBounds(lvl, it.lower, it.upper); len(tables) > 0 {
+			children = append(children, newLevelIter(tables, it.lower, it.upper))
+		}
+	}
+	it.m = merge.New(children...)
 	return it, nil
 }
 

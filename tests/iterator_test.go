@@ -78,133 +78,166 @@ func (m *modelIter) Prev() bool {
 // moves (with random bounds) against a sorted model. Each iterator is
 // created, then more writes happen, then it is walked: it must show the
 // view as of its creation.
+//
+// The "manytables" shape splits compaction output into 512-byte tables and
+// keeps level targets tiny, so sorted levels hold many tables and reads
+// cross table boundaries inside a level.
 func TestIteratorRandomAgainstModel(t *testing.T) {
-	for _, seed := range []uint64{1, 2, 3} {
-		t.Run(fmt.Sprintf("seed%d", seed), func(t *testing.T) {
-			t.Parallel()
-			rng := rand.New(rand.NewPCG(seed, seed*31))
-			e := newEnv(t, func(o *mayfly.Options) {
-				o.MemtableSize = 8 << 10
-				o.L0CompactionThreshold = 3
-				o.BlockSize = 256
-			})
-			m := model{}
-			randKey := func() []byte { return []byte(fmt.Sprintf("k%03d", rng.IntN(300))) }
-			mutate := func() {
-				k := string(randKey())
-				switch rng.IntN(10) {
-				case 0, 1:
-					del(t, e.db, k)
-					delete(m, k)
-				case 2, 3, 4:
-					ttl := time.Duration(1+rng.IntN(2000)) * time.Millisecond
-					v := fmt.Sprintf("t%d", rng.Uint32())
-					putTTL(t, e.db, k, v, mayfly.ExpireAfter(ttl))
-					m[k] = modelRow{v, e.clk.NowMillis() + ttl.Milliseconds()}
-				default:
-					v := fmt.Sprintf("p%d", rng.Uint32())
-					put(t, e.db, k, v)
-					m[k] = modelRow{v, 0}
-				}
-			}
-			for round := range 60 {
-				for range rng.IntN(60) {
-					mutate()
-				}
-				switch rng.IntN(12) {
-				case 0, 1:
-					e.flush()
-				case 2:
-					e.compact()
-				case 3:
-					lo, hi := randKey(), randKey()
-					if bytes.Compare(lo, hi) > 0 {
-						lo, hi = hi, lo
-					}
-					must(t, e.db.Compact(t.Context(), lo, hi))
-				case 4:
-					e.reopen()
-				}
-				if rng.IntN(3) == 0 {
-					e.clk.Advance(time.Duration(rng.IntN(700)) * time.Millisecond)
-				}
-
-				var opts *mayfly.IterOptions
-				var lower, upper []byte
-				if rng.IntN(2) == 0 {
-					lower, upper = randKey(), randKey()
-					if rng.IntN(4) == 0 {
-						lower = nil
-					} else if rng.IntN(4) == 0 {
-						upper = nil
-					}
-					opts = &mayfly.IterOptions{LowerBound: lower, UpperBound: upper}
-				}
-				now := e.clk.NowMillis()
-				mi := &modelIter{rows: m.live(now, lower, upper), pos: -1, lower: lower, upper: upper}
-				it, err := e.db.NewIter(opts)
-				must(t, err)
-				// Writes and time after creation must not show through.
-				for range rng.IntN(20) {
-					mutate()
-				}
-				e.clk.Advance(time.Duration(rng.IntN(1000)) * time.Millisecond)
-				if rng.IntN(4) == 0 {
-					e.flush()
-				}
-
-				var trace []string
-				for step := range 80 {
-					var op string
-					var got, want bool
-					switch rng.IntN(6) {
-					case 0:
-						op, got, want = "First", it.First(), mi.First()
-					case 1:
-						op, got, want = "Last", it.Last(), mi.Last()
-					case 2:
-						k := randKey()
-						op, got, want = "SeekGE "+string(k), it.SeekGE(k), mi.SeekGE(clampLow(k, lower))
-					case 3:
-						k := randKey()
-						op, got, want = "SeekLT "+string(k), it.SeekLT(k), mi.SeekLT(clampHigh(k, upper))
-					case 4:
-						op, got, want = "Next", it.Next(), mi.Next()
-					case 5:
-						op, got, want = "Prev", it.Prev(), mi.Prev()
-					}
-					trace = append(trace, op)
-					if got != want || got != it.Valid() {
-						t.Fatalf("round %d step %d: %s = %v (Valid %v); model says %v\nbounds [%q, %q)\ntrace %v",
-							round, step, op, got, it.Valid(), want, lower, upper, trace)
-					}
-					if got {
-						w := mi.rows[mi.pos]
-						if string(it.Key()) != w.k || string(it.Value()) != w.v {
-							t.Fatalf("round %d step %d: %s at %q=%q; model at %q=%q\nbounds [%q, %q)\ntrace %v",
-								round, step, op, it.Key(), it.Value(), w.k, w.v, lower, upper, trace)
-						}
-					}
-				}
-				must(t, it.Close())
-
-				// A full forward and backward walk of the current state.
-				cur := m.live(e.clk.NowMillis(), nil, nil)
-				if got := scanAll(t, e.db.NewIter); !slices.Equal(got, cur) {
-					t.Fatalf("round %d: forward scan has %d rows, model %d\n got %v\nwant %v", round, len(got), len(cur), got, cur)
-				}
-				rev := reverseKeys(t, e.db)
-				if len(rev) != len(cur) {
-					t.Fatalf("round %d: reverse scan has %d rows, model %d", round, len(rev), len(cur))
-				}
-				for i := range rev {
-					if rev[i] != cur[len(cur)-1-i].k {
-						t.Fatalf("round %d: reverse scan[%d] = %q; want %q", round, i, rev[i], cur[len(cur)-1-i].k)
-					}
-				}
-			}
-		})
+	shapes := []struct {
+		name      string
+		mutate    func(*mayfly.Options)
+		minTables int // fewest tables the fullest sorted level must reach
+	}{
+		{"default", func(*mayfly.Options) {}, 0},
+		{"manytables", func(o *mayfly.Options) {
+			o.TargetFileSize = 512
+			o.LBaseMaxBytes = 4 << 10
+			o.LevelSizeRatio = 3
+		}, 6},
 	}
+	for _, shape := range shapes {
+		for _, seed := range []uint64{1, 2, 3} {
+			t.Run(fmt.Sprintf("%s/seed%d", shape.name, seed), func(t *testing.T) {
+				t.Parallel()
+				if most := testIteratorAgainstModel(t, seed, shape.mutate); most < shape.minTables {
+					t.Fatalf("the fullest sorted level had %d tables; the shape wants at least %d", most, shape.minTables)
+				}
+			})
+		}
+	}
+}
+
+// testIteratorAgainstModel runs one seed and returns the most tables any
+// level >= 1 held when an iterator was created.
+func testIteratorAgainstModel(t *testing.T, seed uint64, mutateOpts func(*mayfly.Options)) int {
+	rng := rand.New(rand.NewPCG(seed, seed*31))
+	e := newEnv(t, func(o *mayfly.Options) {
+		o.MemtableSize = 8 << 10
+		o.L0CompactionThreshold = 3
+		o.BlockSize = 256
+		mutateOpts(o)
+	})
+	m := model{}
+	randKey := func() []byte { return []byte(fmt.Sprintf("k%03d", rng.IntN(300))) }
+	mutate := func() {
+		k := string(randKey())
+		switch rng.IntN(10) {
+		case 0, 1:
+			del(t, e.db, k)
+			delete(m, k)
+		case 2, 3, 4:
+			ttl := time.Duration(1+rng.IntN(2000)) * time.Millisecond
+			v := fmt.Sprintf("t%d", rng.Uint32())
+			putTTL(t, e.db, k, v, mayfly.ExpireAfter(ttl))
+			m[k] = modelRow{v, e.clk.NowMillis() + ttl.Milliseconds()}
+		default:
+			v := fmt.Sprintf("p%d", rng.Uint32())
+			put(t, e.db, k, v)
+			m[k] = modelRow{v, 0}
+		}
+	}
+	mostTables := 0
+	for round := range 60 {
+		for range rng.IntN(60) {
+			mutate()
+		}
+		switch rng.IntN(12) {
+		case 0, 1:
+			e.flush()
+		case 2:
+			e.compact()
+		case 3:
+			lo, hi := randKey(), randKey()
+			if bytes.Compare(lo, hi) > 0 {
+				lo, hi = hi, lo
+			}
+			must(t, e.db.Compact(t.Context(), lo, hi))
+		case 4:
+			e.reopen()
+		}
+		if rng.IntN(3) == 0 {
+			e.clk.Advance(time.Duration(rng.IntN(700)) * time.Millisecond)
+		}
+
+		var opts *mayfly.IterOptions
+		var lower, upper []byte
+		if rng.IntN(2) == 0 {
+			lower, upper = randKey(), randKey()
+			if rng.IntN(4) == 0 {
+				lower = nil
+			} else if rng.IntN(4) == 0 {
+				upper = nil
+			}
+			opts = &mayfly.IterOptions{LowerBound: lower, UpperBound: upper}
+		}
+		levels := e.db.Metrics().Levels
+		for _, l := range levels[1:] {
+			mostTables = max(mostTables, l.Files)
+		}
+		now := e.clk.NowMillis()
+		mi := &modelIter{rows: m.live(now, lower, upper), pos: -1, lower: lower, upper: upper}
+		it, err := e.db.NewIter(opts)
+		must(t, err)
+		// Writes and time after creation must not show through.
+		for range rng.IntN(20) {
+			mutate()
+		}
+		e.clk.Advance(time.Duration(rng.IntN(1000)) * time.Millisecond)
+		if rng.IntN(4) == 0 {
+			e.flush()
+		}
+
+		var trace []string
+		for step := range 80 {
+			var op string
+			var got, want bool
+			switch rng.IntN(6) {
+			case 0:
+				op, got, want = "First", it.First(), mi.First()
+			case 1:
+				op, got, want = "Last", it.Last(), mi.Last()
+			case 2:
+				k := randKey()
+				op, got, want = "SeekGE "+string(k), it.SeekGE(k), mi.SeekGE(clampLow(k, lower))
+			case 3:
+				k := randKey()
+				op, got, want = "SeekLT "+string(k), it.SeekLT(k), mi.SeekLT(clampHigh(k, upper))
+			case 4:
+				op, got, want = "Next", it.Next(), mi.Next()
+			case 5:
+				op, got, want = "Prev", it.Prev(), mi.Prev()
+			}
+			trace = append(trace, op)
+			if got != want || got != it.Valid() {
+				t.Fatalf("round %d step %d: %s = %v (Valid %v); model says %v\nbounds [%q, %q)\ntrace %v",
+					round, step, op, got, it.Valid(), want, lower, upper, trace)
+			}
+			if got {
+				w := mi.rows[mi.pos]
+				if string(it.Key()) != w.k || string(it.Value()) != w.v {
+					t.Fatalf("round %d step %d: %s at %q=%q; model at %q=%q\nbounds [%q, %q)\ntrace %v",
+						round, step, op, it.Key(), it.Value(), w.k, w.v, lower, upper, trace)
+				}
+			}
+		}
+		must(t, it.Close())
+
+		// A full forward and backward walk of the current state.
+		cur := m.live(e.clk.NowMillis(), nil, nil)
+		if got := scanAll(t, e.db.NewIter); !slices.Equal(got, cur) {
+			t.Fatalf("round %d: forward scan has %d rows, model %d\n got %v\nwant %v", round, len(got), len(cur), got, cur)
+		}
+		rev := reverseKeys(t, e.db)
+		if len(rev) != len(cur) {
+			t.Fatalf("round %d: reverse scan has %d rows, model %d", round, len(rev), len(cur))
+		}
+		for i := range rev {
+			if rev[i] != cur[len(cur)-1-i].k {
+				t.Fatalf("round %d: reverse scan[%d] = %q; want %q", round, i, rev[i], cur[len(cur)-1-i].k)
+			}
+		}
+	}
+	return mostTables
 }
 
 func clampLow(k, lower []byte) []byte {
