@@ -65,3 +65,61 @@ func TestIteratorReset(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestIteratorResetWaitsForReadAhead re-targets an iterator while a
+// read-ahead fetch of the first table is in flight: Reset must wait for it
+// (as Close does), and the iterator must then read the second table exactly,
+// with read-ahead starting afresh there.
+func TestIteratorResetWaitsForReadAhead(t *testing.T) {
+	dataA, _ := raTable(t, SnappyCompression)
+	objA := newCountingObject(dataA)
+	a := openRA(t, objA, 16<<10, nil)
+	defer a.Close()
+	rowsB := genRows(2000, 4)
+	dataB, _ := buildTable(t, rowsB, WriterOptions{BlockSize: 1024})
+	objB := newCountingObject(dataB)
+	b := openRA(t, objB, 16<<10, nil)
+	defer b.Close()
+
+	objA.gateRead, objA.gate = 3, make(chan struct{})
+	released := false
+	testHookCloseWait = func() {
+		if !released {
+			released = true
+			close(objA.gate)
+		}
+	}
+	defer func() { testHookCloseWait = nil }()
+	it := a.NewIter().(*Iterator)
+	ok := it.First()
+	for ok && raFetches.Load() == 0 {
+		ok = it.Next()
+	}
+	if !ok {
+		t.Fatalf("no background fetch started on table A (err %v)", it.Error())
+	}
+	it.Reset(b)
+	if !released {
+		t.Fatal("Reset did not wait for table A's fetch")
+	}
+	if n, f := raFetches.Load(), objA.inFlight.Load(); n != 0 || f != 0 {
+		t.Fatalf("after Reset: %d fetches, %d reads of table A still running", n, f)
+	}
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if !rowsEqual(it.Row(), &rowsB[n]) {
+			t.Fatalf("row %d after Reset: %s, want %s", n, fmtRow(it.Row()), fmtRow(&rowsB[n]))
+		}
+		n++
+	}
+	if n != len(rowsB) || it.Error() != nil {
+		t.Fatalf("walk after Reset saw %d rows (err %v), want %d", n, it.Error(), len(rowsB))
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Table B was scanned with windows, not block by block.
+	if reads, blocks := len(objB.takeReads()), len(dataHandles(t, b)); reads >= blocks/2 {
+		t.Fatalf("table B: %d reads for %d blocks: read-ahead not active after Reset", reads, blocks)
+	}
+}
