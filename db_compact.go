@@ -54,6 +54,7 @@ func (db *DB) compactionLoop() {
 // scheduleCompactions starts background compactions until the picker has
 // nothing more or the limit is reached.
 func (db *DB) scheduleCompactions(g *errgroup.Group) {
+	db.maybeRotateByAge()
 	for {
 		db.mu.Lock()
 		if db.closed || db.bgErr != nil || db.opts.DisableAutoCompaction || db.manualCompactions > 0 {
@@ -86,7 +87,9 @@ func (db *DB) scheduleCompactions(g *errgroup.Group) {
 // markCompactionIdle records that the scheduler found nothing to do at the
 // current request generation. The caller holds db.mu.
 func (db *DB) markCompactionIdle() {
-	if db.runningCompactions == 0 {
+	// With a frozen memtable waiting, the flush's own wake-up of the
+	// scheduler is the pass that may declare idleness.
+	if db.runningCompactions == 0 && len(db.imm) == 0 {
 		db.idleSeen = db.idleRequested
 		db.cond.Broadcast()
 	}

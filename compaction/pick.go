@@ -7,9 +7,13 @@ import (
 
 // PickAuto returns the most urgent background compaction, or nil when
 // nothing needs doing or everything that does conflicts with a running one.
-// Order: level scores >= 1 (highest first), whole-file drops, expired bytes,
-// periodic compaction.
+// Order: whole-file drops (a manifest edit that only shrinks the levels, so
+// it comes before anything that would read those tables), level scores >= 1
+// (highest first), expired bytes, periodic compaction.
 func PickAuto(v *Levels, o *PickerOptions, env *Env) *Pick {
+	if p := PickDrops(v, env); p != nil {
+		return p
+	}
 	scores := Scores(v, o)
 	levels := make([]int, 0, Bottom)
 	for l := 0; l < Bottom; l++ {
@@ -37,9 +41,6 @@ func PickAuto(v *Levels, o *PickerOptions, env *Env) *Pick {
 			p.Score = scores[l]
 			return p
 		}
-	}
-	if p := PickDrops(v, env); p != nil {
-		return p
 	}
 	if p := pickExpired(v, o, env); p != nil {
 		return p
