@@ -265,7 +265,7 @@ func (db *DB) runPick(ctx context.Context, p *compaction.Pick, now int64) (err e
 	iters := make([]format.Iterator, 0, len(inputs))
 	var inBytes uint64
 	for _, t := range inputs {
-		iters = append(iters, t.reader.NewIter())
+		iters = append(iters, t.reader.NewCompactionIter())
 		inBytes += t.Meta.Size
 	}
 	m := merge.New(iters...)

@@ -33,6 +33,9 @@ type Iterator struct {
 	pos     iterPos
 	seekKey []byte
 	err     error
+	// noFill is set for a compaction's iterator: blocks it reads are not
+	// added to the cache (see NewCompactionIter).
+	noFill bool
 }
 
 type iterPos uint8
@@ -49,6 +52,16 @@ var _ format.Iterator = (*Iterator)(nil)
 // NewIter returns an iterator over the table. It is unpositioned.
 func (r *Reader) NewIter() format.Iterator {
 	it := &Iterator{r: r}
+	r.indexIter(&it.index)
+	return it
+}
+
+// NewCompactionIter returns an iterator for reading the whole table once,
+// as a compaction does: it uses blocks already in the cache but does not add
+// the ones it reads, so a compaction neither evicts the blocks readers use
+// nor keeps the blocks of a table about to be deleted in memory.
+func (r *Reader) NewCompactionIter() format.Iterator {
+	it := &Iterator{r: r, noFill: true}
 	r.indexIter(&it.index)
 	return it
 }
@@ -74,7 +87,7 @@ func (it *Iterator) loadBlock() bool {
 		return true
 	}
 	it.loaded = false
-	b, err := it.r.dataBlock(h)
+	b, err := it.r.dataBlock(h, !it.noFill)
 	if err != nil {
 		return it.fail(err)
 	}

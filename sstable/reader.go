@@ -159,13 +159,14 @@ func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 	return b, nil
 }
 
-// dataBlock returns the decoded data block at h, through the cache.
-func (r *Reader) dataBlock(h blockHandle) ([]byte, error) {
+// dataBlock returns the decoded data block at h, through the cache; with
+// fill false a block not in the cache is read without being added.
+func (r *Reader) dataBlock(h blockHandle, fill bool) ([]byte, error) {
 	k := cacheKey{id: r.cacheID, off: h.offset}
 	if b, ok := r.cache.get(k); ok {
 		return b, nil
 	}
-	if r.cache == nil || r.cache.c == nil {
+	if !fill || r.cache == nil || r.cache.c == nil {
 		return r.readBlock(h, "data")
 	}
 	v, err, _ := r.cache.loads.Do(strconv.FormatUint(k.id, 36)+":"+strconv.FormatUint(k.off, 36), func() (any, error) {
@@ -239,7 +240,7 @@ func (r *Reader) Get(ukey []byte, seq uint64) (row format.Row, found bool, err e
 		if err != nil {
 			return format.Row{}, false, err
 		}
-		b, err := r.dataBlock(h)
+		b, err := r.dataBlock(h, true)
 		if err != nil {
 			return format.Row{}, false, err
 		}
