@@ -98,10 +98,11 @@ type Iterator struct {
 	curKey     []byte // user key being processed (owned copy)
 	lastStripe int    // stripe of the last kept version of curKey; -1 if none
 
-	pending []pendingTombstone // bottom only: tombstones awaiting an older kept row
-	queue   []format.Row       // rows ready to emit before reading on
-	row     format.Row
-	stats   Stats
+	pending  []pendingTombstone // bottom only: tombstones awaiting an older kept row
+	queue    []format.Row       // rows ready to emit before reading on
+	row      format.Row
+	filtered format.Row // the row being filtered
+	stats    Stats
 }
 
 type pendingTombstone struct {
@@ -170,7 +171,11 @@ func (c *Iterator) Next() bool {
 			}
 		}
 		if len(c.cfg.Filters) > 0 && !expired && !out.IsTombstone() && s == len(c.cfg.Snapshots) {
-			c.applyFilters(&out)
+			// Through a field: taking out's address would move it to the
+			// heap, one allocation per row even without filters.
+			c.filtered = out
+			c.applyFilters(&c.filtered)
+			out = c.filtered
 		}
 		if c.cfg.Bottom && out.IsTombstone() {
 			out.Key = append([]byte(nil), out.Key...)

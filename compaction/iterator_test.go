@@ -922,3 +922,24 @@ func TestIteratorRandomized(t *testing.T) {
 		}
 	}
 }
+
+// TestIteratorNoAllocPerRow: rows that pass through unchanged cost no
+// allocation (a per-row heap copy once did).
+func TestIteratorNoAllocPerRow(t *testing.T) {
+	var in []format.Row
+	for i := range 1000 {
+		in = append(in, ttl(fmt.Sprintf("k%04d", i), uint64(i+1), 5000, "v"))
+	}
+	m := memtable.New(1)
+	for i := range in {
+		m.Add(&in[i])
+	}
+	allocs := testing.AllocsPerRun(10, func() {
+		it := NewIterator(m.NewIter(), Config{Now: 1000})
+		for it.Next() {
+		}
+	})
+	if allocs > 20 {
+		t.Fatalf("%.0f allocations for 1000 rows", allocs)
+	}
+}
