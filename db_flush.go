@@ -79,7 +79,7 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 	start := time.Now()
 	ev := db.opts.EventListener
 	ev.flushBegin(FlushInfo{Rows: uint64(m.Len())})
-	t, err := db.writeL0(m)
+	t, err := db.writeL0(m, true)
 	if err != nil {
 		ev.flushEnd(FlushInfo{Duration: time.Since(start), Err: err})
 		return err
@@ -127,7 +127,10 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 }
 
 // writeL0 writes memtable m, the oldest frozen one, as one level-0 table.
-// It returns nil if the memtable yields no rows.
+// It returns nil if the memtable yields no rows. mayBeBottom says whether
+// every older row is in the current version's tables; recovery, which
+// flushes several memtables before recording any of their tables, passes
+// false.
 //
 // Rows that expired while in the memtable are kept as they are, not turned
 // into tombstones: they hide older versions just as well, and a table of TTL
@@ -136,12 +139,12 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 // keys exists (older memtables are already flushed, and compactions only
 // rewrite existing ranges), so the flush is a bottom write and expired rows
 // and tombstones with nothing beneath them are dropped.
-func (db *DB) writeL0(m *memtable.Memtable) (*tableFile, error) {
+func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool) (*tableFile, error) {
 	it := m.NewIter()
 	defer it.Close()
 	cfg := db.compactionConfig(false)
 	cfg.KeepExpired = true
-	if it.First() {
+	if mayBeBottom && it.First() {
 		lo := append([]byte(nil), it.Row().Key...)
 		it.Last()
 		hi := it.Row().Key
