@@ -54,6 +54,7 @@ func (db *DB) compactionLoop() {
 // scheduleCompactions starts background compactions until the picker has
 // nothing more or the limit is reached.
 func (db *DB) scheduleCompactions(g *errgroup.Group) {
+	db.maybeRotateByAge()
 	for {
 		db.mu.Lock()
 		if db.closed || db.bgErr != nil || db.opts.DisableAutoCompaction || db.manualCompactions > 0 {
@@ -86,7 +87,9 @@ func (db *DB) scheduleCompactions(g *errgroup.Group) {
 // markCompactionIdle records that the scheduler found nothing to do at the
 // current request generation. The caller holds db.mu.
 func (db *DB) markCompactionIdle() {
-	if db.runningCompactions == 0 {
+	// With a frozen memtable waiting, the flush's own wake-up of the
+	// scheduler is the pass that may declare idleness.
+	if db.runningCompactions == 0 && len(db.imm) == 0 {
 		db.idleSeen = db.idleRequested
 		db.cond.Broadcast()
 	}
@@ -262,7 +265,7 @@ func (db *DB) runPick(ctx context.Context, p *compaction.Pick, now int64) (err e
 	iters := make([]format.Iterator, 0, len(inputs))
 	var inBytes uint64
 	for _, t := range inputs {
-		iters = append(iters, t.reader.NewIter())
+		iters = append(iters, t.reader.NewCompactionIter())
 		inBytes += t.Meta.Size
 	}
 	m := merge.New(iters...)

@@ -79,7 +79,7 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 	start := time.Now()
 	ev := db.opts.EventListener
 	ev.flushBegin(FlushInfo{Rows: uint64(m.Len())})
-	t, err := db.writeL0(m)
+	t, err := db.writeL0(m, true)
 	if err != nil {
 		ev.flushEnd(FlushInfo{Duration: time.Since(start), Err: err})
 		return err
@@ -126,12 +126,33 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 	return nil
 }
 
-// writeL0 writes memtable m as one level-0 table. It returns nil if the
-// memtable yields no rows.
-func (db *DB) writeL0(m *memtable.Memtable) (*tableFile, error) {
+// writeL0 writes memtable m, the oldest frozen one, as one level-0 table.
+// It returns nil if the memtable yields no rows. mayBeBottom says whether
+// every older row is in the current version's tables; recovery, which
+// flushes several memtables before recording any of their tables, passes
+// false.
+//
+// Rows that expired while in the memtable are kept as they are, not turned
+// into tombstones: they hide older versions just as well, and a table of TTL
+// rows alone stays eligible for a whole-file drop. When no table in any
+// level overlaps the memtable's key range, no older version of any of its
+// keys exists (older memtables are already flushed, and compactions only
+// rewrite existing ranges), so the flush is a bottom write and expired rows
+// and tombstones with nothing beneath them are dropped.
+func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool) (*tableFile, error) {
 	it := m.NewIter()
 	defer it.Close()
-	ci := compaction.NewIterator(it, db.compactionConfig(false))
+	cfg := db.compactionConfig(false)
+	cfg.KeepExpired = true
+	if mayBeBottom && it.First() {
+		lo := append([]byte(nil), it.Row().Key...)
+		it.Last()
+		hi := it.Row().Key
+		db.mu.Lock()
+		cfg.Bottom = !compaction.AnyOverlap(db.pickerLevels(), lo, hi)
+		db.mu.Unlock()
+	}
+	ci := compaction.NewIterator(it, cfg)
 	tables, err := db.writeTables(ci, 0)
 	if err != nil || len(tables) == 0 {
 		return nil, err

@@ -180,7 +180,8 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 	return nil
 }
 
-// makeRoomForWrite rotates a full memtable and stalls while flushes or
+// makeRoomForWrite rotates a full memtable, or one due for rotation by the
+// age of its rows with an expiry (dueForAgeRotation), and stalls while flushes or
 // level-0 compactions are too far behind. The caller holds commitMu.
 func (db *DB) makeRoomForWrite() error {
 	var stallStart time.Time
@@ -217,7 +218,8 @@ func (db *DB) makeRoomForWrite() error {
 			db.kickFlush()
 			db.kickCompaction()
 			db.cond.Wait()
-		case db.mem.Size() >= db.opts.MemtableSize:
+		case db.mem.Size() >= db.opts.MemtableSize,
+			len(db.imm) < db.opts.MaxImmutableMemtables && db.dueForAgeRotation():
 			db.mu.Unlock()
 			if err := db.rotateMemtable(); err != nil {
 				return err

@@ -91,6 +91,19 @@ type Options struct {
 	// MaxImmutableMemtables is how many frozen memtables may wait for their
 	// flush before writes stall. Default: 2.
 	MaxImmutableMemtables int
+	// MemtableExpiryFraction rotates (freezes and flushes) the active
+	// memtable before it is full when it holds rows with an expiry: once
+	// the time since the first of them was written reaches this fraction of
+	// the time from that write to the earliest deadline among them (and at
+	// least one second). The rows then reach a level-0 table before most of
+	// them expire, and the table is deleted whole once they all have,
+	// instead of expired rows lingering in the WAL segment until the
+	// memtable fills. The check runs on every write and, for an idle
+	// database, on every compaction scheduler wake-up (at least once a
+	// second). With short TTLs the WAL and level 0 then hold about
+	// (1 + fraction/2) TTL periods of writes. Default: 0.5. Negative
+	// disables rotation by age (memtables rotate only when full).
+	MemtableExpiryFraction float64
 
 	// --- SSTables ---
 
@@ -210,6 +223,9 @@ func (o *Options) withDefaults() (*Options, error) {
 	}
 	if c.MaxImmutableMemtables <= 0 {
 		c.MaxImmutableMemtables = 2
+	}
+	if c.MemtableExpiryFraction == 0 {
+		c.MemtableExpiryFraction = 0.5
 	}
 	if c.BlockSize <= 0 {
 		c.BlockSize = 4096

@@ -153,7 +153,7 @@ func (db *DB) recover() error {
 	// Flush what the WAL held, then record that its segments are obsolete.
 	var edit versionEdit
 	for _, m := range recovered {
-		t, err := db.writeL0(m)
+		t, err := db.writeL0(m, false)
 		if err != nil {
 			return err
 		}

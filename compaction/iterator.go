@@ -9,7 +9,9 @@
 //  2. Expiry. A kept row whose expire_ts < Now becomes a tombstone with the
 //     same sequence number, no expiry, and ts = its old expire_ts (so the
 //     tombstone's age still measures how long ago the data expired). It must keep hiding older versions:
-//     dropping it outright would let an older version come back.
+//     dropping it outright would let an older version come back. With
+//     KeepExpired (flushes) the row is kept as it is instead, which hides
+//     older versions as well.
 //  3. The bottom. When the output is the bottom of the tree for the key (no
 //     older data exists below it), a tombstone with no older kept version
 //     beneath it hides nothing and is dropped, as is the expired row it came
@@ -32,6 +34,12 @@ type Config struct {
 	// Bottom is true when no data older than the input exists below the
 	// output for the keys being compacted.
 	Bottom bool
+	// KeepExpired emits a kept expired row unchanged instead of as a
+	// tombstone (rule 2 does not apply; at the bottom it is still dropped).
+	// A flush sets it: an expired row hides older versions just as a
+	// tombstone does, and a level-0 table of TTL rows only stays eligible
+	// for a whole-file drop, which a tombstone would prevent.
+	KeepExpired bool
 	// Level is the output level, passed to filters.
 	Level int
 	// Filters run, in order, on each live row that no snapshot can read;
@@ -90,10 +98,11 @@ type Iterator struct {
 	curKey     []byte // user key being processed (owned copy)
 	lastStripe int    // stripe of the last kept version of curKey; -1 if none
 
-	pending []pendingTombstone // bottom only: tombstones awaiting an older kept row
-	queue   []format.Row       // rows ready to emit before reading on
-	row     format.Row
-	stats   Stats
+	pending  []pendingTombstone // bottom only: tombstones awaiting an older kept row
+	queue    []format.Row       // rows ready to emit before reading on
+	row      format.Row
+	filtered format.Row // the row being filtered
+	stats    Stats
 }
 
 type pendingTombstone struct {
@@ -156,18 +165,24 @@ func (c *Iterator) Next() bool {
 		out := *r
 		expired := false
 		if out.ExpiredAt(c.cfg.Now) {
-			out = format.Row{Key: r.Key, Seq: r.Seq, Flags: format.FlagTombstone | format.FlagHasTS, TS: r.ExpireTS}
 			expired = true
+			if c.cfg.Bottom || !c.cfg.KeepExpired {
+				out = format.Row{Key: r.Key, Seq: r.Seq, Flags: format.FlagTombstone | format.FlagHasTS, TS: r.ExpireTS}
+			}
 		}
-		if len(c.cfg.Filters) > 0 && !out.IsTombstone() && s == len(c.cfg.Snapshots) {
-			c.applyFilters(&out)
+		if len(c.cfg.Filters) > 0 && !expired && !out.IsTombstone() && s == len(c.cfg.Snapshots) {
+			// Through a field: taking out's address would move it to the
+			// heap, one allocation per row even without filters.
+			c.filtered = out
+			c.applyFilters(&c.filtered)
+			out = c.filtered
 		}
 		if c.cfg.Bottom && out.IsTombstone() {
 			out.Key = append([]byte(nil), out.Key...)
 			c.pending = append(c.pending, pendingTombstone{row: out, expired: expired})
 			continue
 		}
-		if expired {
+		if expired && out.IsTombstone() {
 			c.stats.ExpiredToTombstone++
 		}
 		if len(c.pending) > 0 {

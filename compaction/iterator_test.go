@@ -466,6 +466,21 @@ func TestIteratorRules(t *testing.T) {
 			stats: Stats{RowsIn: 3, RowsOut: 2, ExpiredToTombstone: 1, ShadowedDropped: 1},
 		},
 		{
+			name: "KeepExpired emits an expired row as it is",
+			in:   []format.Row{val("a", 5, "a5"), ttl("a", 3, now-1, "a3"), val("a", 1, "a1"), ttl("b", 2, now-1, "b2")},
+			cfg:  Config{Now: now, Snapshots: []uint64{3}, KeepExpired: true},
+			// a3 still hides a1 from snapshot 3; not counted as a tombstone.
+			want:  []format.Row{val("a", 5, "a5"), ttl("a", 3, now-1, "a3"), ttl("b", 2, now-1, "b2")},
+			stats: Stats{RowsIn: 4, RowsOut: 3, ShadowedDropped: 1},
+		},
+		{
+			name:  "KeepExpired at bottom still drops expired rows",
+			in:    []format.Row{ttl("a", 3, now-1, "a3"), val("a", 1, "a1"), ttl("b", 2, now-1, "b2"), ttl("c", 2, now+1, "c2")},
+			cfg:   Config{Now: now, Bottom: true, KeepExpired: true},
+			want:  []format.Row{ttl("c", 2, now+1, "c2")},
+			stats: Stats{RowsIn: 4, RowsOut: 1, ExpiredDropped: 2, ShadowedDropped: 1},
+		},
+		{
 			name:  "expired row in an older stripe under a live row, at bottom",
 			in:    []format.Row{val("a", 5, "a5"), ttl("a", 3, now-1, "a3"), val("a", 1, "a1")},
 			cfg:   Config{Now: now, Snapshots: []uint64{3}, Bottom: true},
@@ -743,7 +758,12 @@ func checkInvariants(t *testing.T, in, out []format.Row, st Stats, cfg Config, b
 			continue
 		}
 		src := in[idx]
+		keptExpired := cfg.KeepExpired && !cfg.Bottom
 		switch {
+		case src.ExpiredAt(cfg.Now) && keptExpired:
+			if !rowEqual(o, src) {
+				fail("expired row %s emitted as %s, want it unchanged (KeepExpired)", fmtRow(src), fmtRow(o))
+			}
 		case src.ExpiredAt(cfg.Now):
 			want := format.Row{Key: src.Key, Seq: src.Seq, Flags: format.FlagTombstone | format.FlagHasTS, TS: src.ExpireTS}
 			if !rowEqual(o, want) || o.Value != nil {
@@ -755,7 +775,7 @@ func checkInvariants(t *testing.T, in, out []format.Row, st Stats, cfg Config, b
 		case !rowEqual(o, src):
 			fail("row %s emitted as %s", fmtRow(src), fmtRow(o))
 		}
-		if o.ExpiredAt(cfg.Now) {
+		if o.ExpiredAt(cfg.Now) && !keptExpired {
 			fail("output row %s is expired at now=%d", fmtRow(o), cfg.Now)
 		}
 	}
@@ -900,5 +920,26 @@ func TestIteratorRandomized(t *testing.T) {
 				t.Fatalf("stopping at case %d (seed %d)", i, seed)
 			}
 		}
+	}
+}
+
+// TestIteratorNoAllocPerRow: rows that pass through unchanged cost no
+// allocation (a per-row heap copy once did).
+func TestIteratorNoAllocPerRow(t *testing.T) {
+	var in []format.Row
+	for i := range 1000 {
+		in = append(in, ttl(fmt.Sprintf("k%04d", i), uint64(i+1), 5000, "v"))
+	}
+	m := memtable.New(1)
+	for i := range in {
+		m.Add(&in[i])
+	}
+	allocs := testing.AllocsPerRun(10, func() {
+		it := NewIterator(m.NewIter(), Config{Now: 1000})
+		for it.Next() {
+		}
+	})
+	if allocs > 20 {
+		t.Fatalf("%.0f allocations for 1000 rows", allocs)
 	}
 }

@@ -7,9 +7,13 @@ import (
 
 // PickAuto returns the most urgent background compaction, or nil when
 // nothing needs doing or everything that does conflicts with a running one.
-// Order: level scores >= 1 (highest first), whole-file drops, expired bytes,
-// periodic compaction.
+// Order: whole-file drops (a manifest edit that only shrinks the levels, so
+// it comes before anything that would read those tables), level scores >= 1
+// (highest first), expired bytes, periodic compaction.
 func PickAuto(v *Levels, o *PickerOptions, env *Env) *Pick {
+	if p := PickDrops(v, env); p != nil {
+		return p
+	}
 	scores := Scores(v, o)
 	levels := make([]int, 0, Bottom)
 	for l := 0; l < Bottom; l++ {
@@ -37,9 +41,6 @@ func PickAuto(v *Levels, o *PickerOptions, env *Env) *Pick {
 			p.Score = scores[l]
 			return p
 		}
-	}
-	if p := PickDrops(v, env); p != nil {
-		return p
 	}
 	if p := pickExpired(v, o, env); p != nil {
 		return p
@@ -153,6 +154,9 @@ func pickExpired(v *Levels, o *PickerOptions, env *Env) *Pick {
 			if float64(eb) < o.ExpiredBytesRatio*float64(t.Meta.Size) || eb <= bestBytes {
 				continue
 			}
+			if awaitsDrop(v, l, t, o) {
+				continue
+			}
 			best, bestLevel, bestBytes = t, l, eb
 		}
 	}
@@ -178,6 +182,21 @@ func pickExpired(v *Levels, o *PickerOptions, env *Env) *Pick {
 		p.Inputs = append(p.Inputs, Input{Level: bestLevel + 1, Tables: over})
 	}
 	return finish(v, p, env)
+}
+
+// awaitsDrop reports whether table t of level l is better left for a
+// whole-file drop than rewritten for its expired bytes: every row is a TTL
+// row, nothing lies beneath it in larger levels, and its expiries span at
+// most the periodic compaction interval. Such a table leaves the disk
+// unread once its last row expires, no later than its first expiry plus the
+// interval — the reclamation bound periodic compaction gives anyway —
+// while a rewrite would copy its live rows only to drop them a little later.
+// (An older overlapping level-0 table may still block the drop; periodic
+// compaction then keeps the bound.)
+func awaitsDrop(v *Levels, l int, t *Table, o *PickerOptions) bool {
+	m := t.Meta
+	return o.PeriodicIntervalMillis > 0 && m.NumRows > 0 && m.NumTTLRows == m.NumRows &&
+		m.MaxExpireTS-m.MinExpireTS <= o.PeriodicIntervalMillis && nothingBelow(v, l, t.Smallest, t.Largest)
 }
 
 // pickPeriodic compacts to the bottom the due table whose reclaimable data

@@ -74,6 +74,13 @@ type Memtable struct {
 	size   atomic.Int64 // approximate bytes used
 	rows   atomic.Int64
 	logNum uint64 // WAL segment holding this memtable's rows
+
+	// Expiry summary, guarded by mu: whether a row with an expiry was
+	// added, the earliest commit time among such rows and their earliest
+	// deadline.
+	hasTTL        bool
+	firstTTLWrite int64
+	minExpire     int64
 }
 
 // New returns an empty memtable whose rows are logged in WAL segment logNum.
@@ -89,6 +96,32 @@ func (m *Memtable) insert(r *format.Row) {
 	m.slab = append(m.slab, *r)
 	p := &m.slab[len(m.slab)-1]
 	m.tree.ReplaceOrInsert(entry{prefix: keyPrefix(p.Key), seq: p.Seq, key: p.Key, row: p})
+}
+
+// noteExpiry folds r into the expiry summary. Caller holds mu.
+func (m *Memtable) noteExpiry(r *format.Row) {
+	if !r.HasExpiry() || r.IsTombstone() {
+		return
+	}
+	ts := r.ExpireTS // a row without a commit time counts as written at its deadline
+	if r.Flags&format.FlagHasTS != 0 {
+		ts = min(r.TS, r.ExpireTS)
+	}
+	if !m.hasTTL {
+		m.hasTTL, m.firstTTLWrite, m.minExpire = true, ts, r.ExpireTS
+		return
+	}
+	m.firstTTLWrite = min(m.firstTTLWrite, ts)
+	m.minExpire = min(m.minExpire, r.ExpireTS)
+}
+
+// ExpirySummary returns the earliest commit time of the memtable's rows
+// with an expiry and the earliest expiry deadline among them, in Unix
+// milliseconds; ok is false when the memtable holds no row with an expiry.
+func (m *Memtable) ExpirySummary() (firstWrite, minExpire int64, ok bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.firstTTLWrite, m.minExpire, m.hasTTL
 }
 
 // LogNum returns the WAL segment number this memtable's rows were logged in.
@@ -144,6 +177,7 @@ func (m *Memtable) ApplyBatch(data []byte) error {
 			break
 		}
 		added += int64(len(r.Key)+len(r.Value)) + rowOverhead
+		m.noteExpiry(&r)
 		r.Key = m.alloc(r.Key)
 		r.Value = m.alloc(r.Value)
 		m.insert(&r)
@@ -159,6 +193,7 @@ func (m *Memtable) Add(r *format.Row) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := *r
+	m.noteExpiry(r)
 	c.Key = m.alloc(r.Key)
 	c.Value = m.alloc(r.Value)
 	m.insert(&c)

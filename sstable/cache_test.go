@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"bytes"
 	"sync"
 	"testing"
 	"time"
@@ -140,4 +141,32 @@ func TestConcurrentReaders(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestCompactionIterDoesNotFillCache: a compaction's full read uses cached
+// blocks but adds none, and yields the same rows as a plain iterator.
+func TestCompactionIterDoesNotFillCache(t *testing.T) {
+	rows := genRows(500, 5)
+	data, props := buildTable(t, rows, WriterOptions{BlockSize: 512})
+	cache := NewCache(1 << 20)
+	r := openTable(t, data, cache)
+	if _, found, err := r.Get(rows[0].Key, format.MaxSeq); !found || err != nil {
+		t.Fatalf("Get: %v %v", found, err)
+	}
+	cached := cache.Metrics().SizeBytes
+	it := r.NewCompactionIter()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if got := it.Row(); !bytes.Equal(got.Key, rows[n].Key) || got.Seq != rows[n].Seq {
+			t.Fatalf("row %d: %q@%d, want %q@%d", n, got.Key, got.Seq, rows[n].Key, rows[n].Seq)
+		}
+		n++
+	}
+	if err := it.Close(); err != nil || n != len(rows) {
+		t.Fatalf("read %d of %d rows, err %v", n, len(rows), err)
+	}
+	m := cache.Metrics()
+	if m.SizeBytes != cached || m.Hits != 1 || m.Misses != props.NumDataBlocks {
+		t.Fatalf("after a compaction read: %+v, want size %d, 1 hit, %d misses", m, cached, props.NumDataBlocks)
+	}
 }

@@ -9,8 +9,8 @@ func (it *Iterator) Reset(r *Reader) {
 	if it.r != nil {
 		it.closeReadAhead()
 	}
-	index, data, seekKey := it.index, it.data, it.seekKey[:0]
-	*it = Iterator{r: r, seekKey: seekKey}
+	index, data, seekKey, noFill := it.index, it.data, it.seekKey[:0], it.noFill
+	*it = Iterator{r: r, seekKey: seekKey, noFill: noFill}
 	// blockIter.init keeps these buffers and clears everything else.
 	it.index.keyBuf, it.index.prevEnts, it.index.prevKeys = index.keyBuf, index.prevEnts, index.prevKeys
 	it.data.keyBuf, it.data.prevEnts, it.data.prevKeys = data.keyBuf, data.prevEnts, data.prevKeys

@@ -34,6 +34,9 @@ type Iterator struct {
 	seekKey []byte
 	err     error
 	ra      readAhead // see readahead.go
+	// noFill is set for a compaction's iterator: blocks it reads are not
+	// added to the cache (see NewCompactionIter).
+	noFill bool
 }
 
 type iterPos uint8
@@ -50,6 +53,17 @@ var _ format.Iterator = (*Iterator)(nil)
 // NewIter returns an iterator over the table. It is unpositioned.
 func (r *Reader) NewIter() format.Iterator {
 	it := &Iterator{r: r}
+	r.indexIter(&it.index)
+	it.ra.reset(r.raMax)
+	return it
+}
+
+// NewCompactionIter returns an iterator for reading the whole table once,
+// as a compaction does: it uses blocks already in the cache but does not add
+// the ones it reads, so a compaction neither evicts the blocks readers use
+// nor keeps the blocks of a table about to be deleted in memory.
+func (r *Reader) NewCompactionIter() format.Iterator {
+	it := &Iterator{r: r, noFill: true}
 	r.indexIter(&it.index)
 	it.ra.reset(r.raMax)
 	return it

@@ -144,14 +144,14 @@ func (ra *readAhead) grow(maxSize int) {
 func (it *Iterator) readBlock(h blockHandle, forward bool) ([]byte, error) {
 	r, ra := it.r, &it.ra
 	if r.raMax <= 0 {
-		return r.dataBlock(h)
+		return r.dataBlock(h, !it.noFill)
 	}
 	if b, err, ok := it.fromWindow(h); ok {
 		return b, err
 	}
 	if !forward {
 		ra.reset(r.raMax)
-		return r.dataBlock(h)
+		return r.dataBlock(h, !it.noFill)
 	}
 	if b, ok := r.cachedBlock(h); ok {
 		return b, nil
@@ -165,7 +165,7 @@ func (it *Iterator) readBlock(h blockHandle, forward bool) ([]byte, error) {
 	}
 	if w == nil || w.handles[0] != h {
 		ra.reset(r.raMax)
-		return r.readDataBlock(h)
+		return r.readDataBlock(h, !it.noFill)
 	}
 	ra.grow(r.raMax)
 	r.fetchWindow(w)
@@ -202,7 +202,10 @@ func (it *Iterator) take(w *raWindow, i int) ([]byte, error) {
 	if err := w.errs[i]; err != nil {
 		return nil, err
 	}
-	b := it.r.cacheBlock(w.handles[i], w.blocks[i])
+	b := w.blocks[i]
+	if !it.noFill {
+		b = it.r.cacheBlock(w.handles[i], b)
+	}
 	if i > 0 && w == it.ra.cur {
 		it.prefetch()
 	}

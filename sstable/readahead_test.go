@@ -403,3 +403,31 @@ func TestReadAheadCachesOnlyReachedBlocks(t *testing.T) {
 		t.Fatalf("cache holds %d bytes after a partial scan with read-ahead, %d without", ra.SizeBytes, plain.SizeBytes)
 	}
 }
+
+// TestReadAheadCompactionIterDoesNotFillCache: a compaction's iterator reads
+// ahead like any forward scan, and still adds none of the blocks it reads
+// (from windows or alone) to the cache.
+func TestReadAheadCompactionIterDoesNotFillCache(t *testing.T) {
+	data, rows := raTable(t, SnappyCompression)
+	obj := newCountingObject(data)
+	cache := NewCache(64 << 20)
+	r := openRA(t, obj, 64<<10, cache)
+	defer r.Close()
+	it := r.NewCompactionIter()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if got := it.Row(); !bytes.Equal(got.Key, rows[n].Key) || got.Seq != rows[n].Seq {
+			t.Fatalf("row %d: %q@%d, want %q@%d", n, got.Key, got.Seq, rows[n].Key, rows[n].Seq)
+		}
+		n++
+	}
+	if err := it.Close(); err != nil || n != len(rows) {
+		t.Fatalf("read %d of %d rows, err %v", n, len(rows), err)
+	}
+	if size := cache.Metrics().SizeBytes; size != 0 {
+		t.Fatalf("a compaction read left %d bytes in the cache, want 0", size)
+	}
+	if reads, blocks := len(obj.takeReads()), len(dataHandles(t, r)); reads >= blocks/4 {
+		t.Fatalf("%d reads for %d blocks: the compaction iterator did not read ahead", reads, blocks)
+	}
+}

@@ -183,12 +183,13 @@ func (r *Reader) decodeBlock(buf []byte, h blockHandle, kind string, copyRaw boo
 	return decompress(typ, buf[:n:n], r.name, int64(h.offset))
 }
 
-// dataBlock returns the decoded data block at h, through the cache.
-func (r *Reader) dataBlock(h blockHandle) ([]byte, error) {
+// dataBlock returns the decoded data block at h, through the cache; with
+// fill false a block the cache misses is read without being added.
+func (r *Reader) dataBlock(h blockHandle, fill bool) ([]byte, error) {
 	if b, ok := r.cachedBlock(h); ok {
 		return b, nil
 	}
-	return r.readDataBlock(h)
+	return r.readDataBlock(h, fill)
 }
 
 // cachedBlock returns the data block at h if the cache holds it.
@@ -203,10 +204,10 @@ func (r *Reader) cacheBlock(h blockHandle, b []byte) []byte {
 }
 
 // readDataBlock reads the data block at h, which the cache missed, and
-// caches it.
-func (r *Reader) readDataBlock(h blockHandle) ([]byte, error) {
+// with fill caches it.
+func (r *Reader) readDataBlock(h blockHandle, fill bool) ([]byte, error) {
 	k := cacheKey{id: r.cacheID, off: h.offset}
-	if r.cache == nil || r.cache.c == nil {
+	if !fill || r.cache == nil || r.cache.c == nil {
 		return r.readBlock(h, "data")
 	}
 	v, err, _ := r.cache.loads.Do(strconv.FormatUint(k.id, 36)+":"+strconv.FormatUint(k.off, 36), func() (any, error) {
@@ -280,7 +281,7 @@ func (r *Reader) Get(ukey []byte, seq uint64) (row format.Row, found bool, err e
 		if err != nil {
 			return format.Row{}, false, err
 		}
-		b, err := r.dataBlock(h)
+		b, err := r.dataBlock(h, true)
 		if err != nil {
 			return format.Row{}, false, err
 		}
