@@ -350,9 +350,16 @@ func fileSize(t testing.TB, p string) int64 {
 func TestTornWALTail(t *testing.T) {
 	t.Parallel()
 	const batches, rows = 5, 4
-	base := newLocalEnv(t, func(o *mayfly.Options) { o.DisableAutoCompaction = true })
+	walDeleted := make(chan string, 16)
+	base := newLocalEnv(t, func(o *mayfly.Options) {
+		o.DisableAutoCompaction = true
+		o.EventListener = &mayfly.EventListener{WALDeleted: func(w mayfly.WALInfo) { walDeleted <- w.Segment }}
+	})
 	put(t, base.db, "flushed", "f")
 	base.flush()
+	// Flush returns once the table is recorded; the flushed memtable's WAL
+	// segment is deleted just after, by the flush goroutine.
+	<-walDeleted
 	wals := walFiles(t, base.dir)
 	if len(wals) != 1 {
 		t.Fatalf("WAL files = %v; want exactly one", wals)

@@ -49,18 +49,30 @@ func newEnv(t *testing.T, mutate func(*mayfly.Options)) *env {
 	return newLocalEnv(t, mutate)
 }
 
-// newLocalEnv opens a fresh database in a temporary local directory
-// whatever the selected backend. Only tests about the directory itself use
-// it (its lock file, copying it, editing its files); each says why.
+// newLocalEnv opens a fresh database in a temporary local directory. Only
+// tests about the directory itself use it (its lock file, copying it,
+// editing its files); each says why. Such a test does not depend on the
+// selected backend, so with MAYFLY_TEST_BACKEND=s3 it is skipped: the
+// default (local) run covers it.
 func newLocalEnv(t *testing.T, mutate func(*mayfly.Options)) *env {
 	t.Helper()
+	skipUnlessLocalBackend(t, "a local-directory test")
 	return startEnv(t, &env{dir: t.TempDir(), local: true}, mutate)
 }
 
-// newMemEnv opens a fresh database on a storage.Mem.
+// newMemEnv opens a fresh database on a storage.Mem (for power-loss tests:
+// CrashClone). Like newLocalEnv, it skips with MAYFLY_TEST_BACKEND=s3.
 func newMemEnv(t *testing.T, mutate func(*mayfly.Options)) *env {
 	t.Helper()
+	skipUnlessLocalBackend(t, "an in-memory (storage.Mem) test")
 	return startEnv(t, &env{dir: "memdb", mem: storage.NewMem()}, mutate)
+}
+
+func skipUnlessLocalBackend(t *testing.T, what string) {
+	t.Helper()
+	if s3test.MustBackend(t) != s3test.Local {
+		t.Skipf("%s, independent of %s: runs in the default (local) run", what, s3test.BackendEnv)
+	}
 }
 
 func startEnv(t *testing.T, e *env, mutate func(*mayfly.Options)) *env {
