@@ -26,10 +26,12 @@ go test -race -count=1 -timeout 20m ./...
 # turns a missing server into a failure. Without -race: the race detector
 # has already run over the same engine code above (and over the S3 backend
 # in storage/s3 and tests/s3), and it would triple this pass, which waits
-# on HTTP round trips. The two packages run side by side.
+# on HTTP round trips. The two packages run side by side, and -parallel 8
+# lets tests/'s parallel tests overlap their round trips (the default,
+# GOMAXPROCS, runs two at a time on a 2-core machine).
 echo "== go test on S3 (MAYFLY_TEST_BACKEND=s3)"
 s3pass() { CI=true MAYFLY_TEST_BACKEND=s3 go test -count=1 -timeout 15m "$@"; }
-s3pass ./tests/ &
+s3pass -parallel 8 ./tests/ &
 tests_pid=$!
 s3pass -run '^TestMetamorphic$' ./tests/metamorphic/ &
 meta_pid=$!
