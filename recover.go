@@ -287,12 +287,13 @@ func (db *DB) takeOver(minLog uint64) ([]uint64, error) {
 
 // checkFenced returns ErrFenced if a newer manifest version than ours
 // exists: another writer has taken over. It costs one LIST, so it runs only
-// on lock-free backends, when a new WAL segment starts.
+// on lock-free backends, when a new WAL segment starts. manifestMu is held
+// across the LIST: a version this DB wrote after reading manifestNum must
+// not be taken for another writer's.
 func (db *DB) checkFenced() error {
 	db.manifestMu.Lock()
-	mine := db.manifestNum
-	db.manifestMu.Unlock()
-	return db.checkFencedAbove(mine)
+	defer db.manifestMu.Unlock()
+	return db.checkFencedAbove(db.manifestNum)
 }
 
 // checkFencedAbove returns ErrFenced if a manifest version above mine

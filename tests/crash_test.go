@@ -300,8 +300,10 @@ func copyDir(t testing.TB, src, dst string) {
 // background work in flight) once FlushWAL(false) has handed the WAL to the
 // operating system, and opens the copy: everything written, synced or not,
 // is in the page cache and must be recovered.
+//
+// It copies files, so it runs on a local directory whatever the backend.
 func TestLocalProcessCrash(t *testing.T) {
-	e := newEnv(t, func(o *mayfly.Options) { o.DisableAutoCompaction = true })
+	e := newLocalEnv(t, func(o *mayfly.Options) { o.DisableAutoCompaction = true })
 	put(t, e.db, "flushed", "1")
 	e.flush()
 	must(t, e.db.PutWith([]byte("synced"), []byte("2"), mayfly.ExpireAfter(time.Minute), mayfly.Sync))
@@ -360,12 +362,21 @@ func walRecordEnds(t testing.TB, p string) []int64 {
 // TestTornWALTail damages the last record of the WAL in several ways and
 // checks that recovery drops exactly that batch, counts one torn tail, and
 // leaves a database that accepts writes and reopens cleanly.
+//
+// It edits WAL files, so it runs on a local directory whatever the backend.
 func TestTornWALTail(t *testing.T) {
 	t.Parallel()
 	const batches, rows = 5, 4
-	base := newEnv(t, func(o *mayfly.Options) { o.DisableAutoCompaction = true })
+	walDeleted := make(chan string, 16)
+	base := newLocalEnv(t, func(o *mayfly.Options) {
+		o.DisableAutoCompaction = true
+		o.EventListener = &mayfly.EventListener{WALDeleted: func(w mayfly.WALInfo) { walDeleted <- w.Segment }}
+	})
 	put(t, base.db, "flushed", "f")
 	base.flush()
+	// Flush returns once the table is recorded; the flushed memtable's WAL
+	// segment is deleted just after, by the flush goroutine.
+	<-walDeleted
 	wals := walFiles(t, base.dir)
 	if len(wals) != 1 {
 		t.Fatalf("WAL files = %v; want exactly one", wals)
@@ -415,7 +426,7 @@ func TestTornWALTail(t *testing.T) {
 			must(t, err)
 			must(t, os.WriteFile(walPath, c.transform(data), 0o600))
 
-			e := &env{t: t, dir: dir, clk: base.clk}
+			e := &env{t: t, dir: dir, local: true, clk: base.clk}
 			e.open()
 			t.Cleanup(e.closeQuietly)
 			m := e.db.Metrics()

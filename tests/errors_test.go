@@ -34,18 +34,18 @@ func TestInvalidWritesChangeNothing(t *testing.T) {
 		name  string
 		want  error
 		keys  []string
-		write func(db *mayfly.DB) error
+		write func(t *testing.T, db *mayfly.DB) error
 	}
 	var cases []tc
 	for _, c := range ttlCases {
 		cases = append(cases,
-			tc{"PutTTL " + c.name, mayfly.ErrInvalidTTL, []string{"k"}, func(db *mayfly.DB) error {
+			tc{"PutTTL " + c.name, mayfly.ErrInvalidTTL, []string{"k"}, func(t *testing.T, db *mayfly.DB) error {
 				return db.PutTTL([]byte("k"), []byte("v"), c.ttl)
 			}},
-			tc{"PutWith Sync " + c.name, mayfly.ErrInvalidTTL, []string{"k"}, func(db *mayfly.DB) error {
+			tc{"PutWith Sync " + c.name, mayfly.ErrInvalidTTL, []string{"k"}, func(t *testing.T, db *mayfly.DB) error {
 				return db.PutWith([]byte("k"), []byte("v"), c.ttl, mayfly.Sync)
 			}},
-			tc{"batch with " + c.name, mayfly.ErrInvalidTTL, []string{"b1", "b2", "b3"}, func(db *mayfly.DB) error {
+			tc{"batch with " + c.name, mayfly.ErrInvalidTTL, []string{"b1", "b2", "b3"}, func(t *testing.T, db *mayfly.DB) error {
 				b := db.NewBatch()
 				b.Put([]byte("b1"), []byte("v"))
 				if err := b.PutTTL([]byte("b2"), []byte("v"), c.ttl); !isErr(err, mayfly.ErrInvalidTTL) {
@@ -57,26 +57,26 @@ func TestInvalidWritesChangeNothing(t *testing.T) {
 		)
 	}
 	cases = append(cases,
-		tc{"Put empty key", mayfly.ErrEmptyKey, nil, func(db *mayfly.DB) error { return db.Put(nil, []byte("v")) }},
-		tc{"Delete empty key", mayfly.ErrEmptyKey, nil, func(db *mayfly.DB) error { return db.Delete([]byte{}) }},
-		tc{"Put key too large", mayfly.ErrKeyTooLarge, nil, func(db *mayfly.DB) error { return db.Put(bigKey, []byte("v")) }},
-		tc{"Delete key too large", mayfly.ErrKeyTooLarge, nil, func(db *mayfly.DB) error { return db.Delete(bigKey) }},
-		tc{"Put value too large", mayfly.ErrValueTooLarge, []string{"k"}, func(db *mayfly.DB) error { return db.Put([]byte("k"), bigValue) }},
-		tc{"batch with empty key", mayfly.ErrEmptyKey, []string{"b1", "b3"}, func(db *mayfly.DB) error {
+		tc{"Put empty key", mayfly.ErrEmptyKey, nil, func(t *testing.T, db *mayfly.DB) error { return db.Put(nil, []byte("v")) }},
+		tc{"Delete empty key", mayfly.ErrEmptyKey, nil, func(t *testing.T, db *mayfly.DB) error { return db.Delete([]byte{}) }},
+		tc{"Put key too large", mayfly.ErrKeyTooLarge, nil, func(t *testing.T, db *mayfly.DB) error { return db.Put(bigKey, []byte("v")) }},
+		tc{"Delete key too large", mayfly.ErrKeyTooLarge, nil, func(t *testing.T, db *mayfly.DB) error { return db.Delete(bigKey) }},
+		tc{"Put value too large", mayfly.ErrValueTooLarge, []string{"k"}, func(t *testing.T, db *mayfly.DB) error { return db.Put([]byte("k"), bigValue) }},
+		tc{"batch with empty key", mayfly.ErrEmptyKey, []string{"b1", "b3"}, func(t *testing.T, db *mayfly.DB) error {
 			b := db.NewBatch()
 			b.Put([]byte("b1"), []byte("v"))
 			b.Delete(nil)
 			b.Put([]byte("b3"), []byte("v"))
 			return b.Write(nil)
 		}},
-		tc{"batch with key too large", mayfly.ErrKeyTooLarge, []string{"b1", "b3"}, func(db *mayfly.DB) error {
+		tc{"batch with key too large", mayfly.ErrKeyTooLarge, []string{"b1", "b3"}, func(t *testing.T, db *mayfly.DB) error {
 			b := db.NewBatch()
 			b.Put([]byte("b1"), []byte("v"))
 			b.Put(bigKey, []byte("v"))
 			b.Put([]byte("b3"), []byte("v"))
 			return b.Write(nil)
 		}},
-		tc{"batch with value too large", mayfly.ErrValueTooLarge, []string{"b1", "b2", "b3"}, func(db *mayfly.DB) error {
+		tc{"batch with value too large", mayfly.ErrValueTooLarge, []string{"b1", "b2", "b3"}, func(t *testing.T, db *mayfly.DB) error {
 			b := db.NewBatch()
 			b.Put([]byte("b1"), []byte("v"))
 			b.Put([]byte("b2"), bigValue)
@@ -86,10 +86,11 @@ func TestInvalidWritesChangeNothing(t *testing.T) {
 	)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each case has its own database; on S3 each costs a second of round trips
 			e := newEnv(t, nil)
 			put(t, e.db, "other", "x")
 			before := e.db.Metrics()
-			err := c.write(e.db)
+			err := c.write(t, e.db)
 			if !isErr(err, c.want) {
 				t.Fatalf("write = %v; want %v", err, c.want)
 			}
@@ -229,8 +230,11 @@ func second[T any](_ T, err error) error { return err }
 
 func third[A, B any](_ A, _ B, err error) error { return err }
 
+// TestLockedDirectory is about the local directory's lock file, so it runs
+// on a local directory whatever the backend: an object store has no lock
+// (a second writer fences the first instead; tests/s3 covers that).
 func TestLockedDirectory(t *testing.T) {
-	e := newEnv(t, nil)
+	e := newLocalEnv(t, nil)
 	put(t, e.db, "k", "v")
 	for _, ro := range []bool{false, true} {
 		db, err := mayfly.Open(e.dir, &mayfly.Options{Clock: e.clk, ReadOnly: ro})
@@ -299,12 +303,15 @@ func TestReadOnly(t *testing.T) {
 	wantAbsent(t, ro1, "n")
 	wantValue(t, ro1, "flushed", "1")
 
-	// A writer cannot open while readers hold the directory.
-	if db, err := mayfly.Open(e.dir, &mayfly.Options{Clock: e.clk}); !isErr(err, mayfly.ErrLocked) {
-		if db != nil {
-			db.Close()
+	// A writer cannot open while readers hold a local directory (its lock
+	// file; an object store has none: writers fence each other instead).
+	if e.local {
+		if db, err := mayfly.Open(e.dir, &mayfly.Options{Clock: e.clk}); !isErr(err, mayfly.ErrLocked) {
+			if db != nil {
+				db.Close()
+			}
+			t.Fatalf("writable Open beside read-only handles = %v; want ErrLocked", err)
 		}
-		t.Fatalf("writable Open beside read-only handles = %v; want ErrLocked", err)
 	}
 	must(t, ro1.Close())
 	must(t, ro2.Close())

@@ -1,6 +1,12 @@
 // Package tests is Mayfly's black-box integration suite. It uses only the
 // public API of mayfly, mayfly/clock and mayfly/storage, drives all time
 // through a manual clock (never time.Sleep) and must pass under -race.
+//
+// Tests open their database with newEnv, on the backend MAYFLY_TEST_BACKEND
+// selects (local directory by default, or s3; see internal/s3test), so the
+// same suite runs on both: scripts/test.sh runs it once per backend. Tests
+// of power loss use newMemEnv (storage.Mem's CrashClone); tests about the
+// local directory itself use newLocalEnv.
 package tests
 
 import (
@@ -12,36 +18,66 @@ import (
 
 	"github.com/mayflydb/mayfly"
 	"github.com/mayflydb/mayfly/clock"
+	"github.com/mayflydb/mayfly/internal/s3test"
 	"github.com/mayflydb/mayfly/storage"
 )
 
 // epoch is the manual clock's starting time in every test.
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// env is one database under test plus what is needed to reopen it: either a
-// local directory or an in-memory storage, and the manual clock.
+// env is one database under test plus what is needed to reopen it: its
+// location (a local directory, an s3:// URL, or a name on an in-memory
+// storage) and the manual clock.
 type env struct {
 	t      *testing.T
-	dir    string
-	mem    *storage.Mem // nil for a local directory
+	dir    string       // the location given to Open
+	local  bool         // dir is a local directory
+	mem    *storage.Mem // nil unless in memory
 	clk    *clock.Manual
 	mutate func(*mayfly.Options)
 	db     *mayfly.DB
 }
 
-// newEnv opens a fresh database in a temporary directory.
+// newEnv opens a fresh database on the backend MAYFLY_TEST_BACKEND selects
+// (see internal/s3test): a temporary local directory by default, or a
+// fresh prefix of the S3 server with MAYFLY_TEST_BACKEND=s3.
 func newEnv(t *testing.T, mutate func(*mayfly.Options)) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), clk: clock.NewManual(epoch), mutate: mutate}
-	e.open()
-	t.Cleanup(e.closeQuietly)
-	return e
+	if s3test.MustBackend(t) == s3test.S3 {
+		return startEnv(t, &env{dir: s3test.Location(t)}, mutate)
+	}
+	return newLocalEnv(t, mutate)
 }
 
-// newMemEnv opens a fresh database on a storage.Mem.
+// newLocalEnv opens a fresh database in a temporary local directory. Only
+// tests about the directory itself use it (its lock file, copying it,
+// editing its files); each says why. Such a test does not depend on the
+// selected backend, so with MAYFLY_TEST_BACKEND=s3 it is skipped: the
+// default (local) run covers it.
+func newLocalEnv(t *testing.T, mutate func(*mayfly.Options)) *env {
+	t.Helper()
+	skipUnlessLocalBackend(t, "a local-directory test")
+	return startEnv(t, &env{dir: t.TempDir(), local: true}, mutate)
+}
+
+// newMemEnv opens a fresh database on a storage.Mem (for power-loss tests:
+// CrashClone). Like newLocalEnv, it skips with MAYFLY_TEST_BACKEND=s3.
 func newMemEnv(t *testing.T, mutate func(*mayfly.Options)) *env {
 	t.Helper()
-	e := &env{t: t, dir: "memdb", mem: storage.NewMem(), clk: clock.NewManual(epoch), mutate: mutate}
+	skipUnlessLocalBackend(t, "an in-memory (storage.Mem) test")
+	return startEnv(t, &env{dir: "memdb", mem: storage.NewMem()}, mutate)
+}
+
+func skipUnlessLocalBackend(t *testing.T, what string) {
+	t.Helper()
+	if s3test.MustBackend(t) != s3test.Local {
+		t.Skipf("%s, independent of %s: runs in the default (local) run", what, s3test.BackendEnv)
+	}
+}
+
+func startEnv(t *testing.T, e *env, mutate func(*mayfly.Options)) *env {
+	t.Helper()
+	e.t, e.clk, e.mutate = t, clock.NewManual(epoch), mutate
 	e.open()
 	t.Cleanup(e.closeQuietly)
 	return e
@@ -62,12 +98,13 @@ func (e *env) open() {
 	e.t.Helper()
 	db, err := mayfly.Open(e.dir, e.options())
 	if err != nil {
-		e.t.Fatalf("Open: %v", err)
+		e.t.Fatalf("Open %s: %v", s3test.Redact(e.dir), err)
 	}
 	e.db = db
 }
 
-// reopen closes the database cleanly and opens it again.
+// reopen closes the database cleanly and opens it again at the same
+// location (on S3: Close, then Open of the same URL).
 func (e *env) reopen() {
 	e.t.Helper()
 	if err := e.db.Close(); err != nil {

@@ -8,7 +8,15 @@
 // must be the same under every option set.
 //
 // The package is black-box: it uses only the public API of mayfly,
-// mayfly/clock and mayfly/storage.
+// mayfly/clock and mayfly/storage (and internal/s3test to find the S3
+// server).
+//
+// With MAYFLY_TEST_BACKEND=s3 (and the server of
+// scripts/s3/start-versitygw.sh) the configuration "s3", on the object
+// store, runs next to the others for a subset of the CI seeds:
+//
+//	MAYFLY_TEST_BACKEND=s3 go test ./tests/metamorphic -run TestMetamorphic
+//	go test ./tests/metamorphic -run TestMetamorphic -config=s3,tiny -seeds=20
 //
 // Reproduce a failure with the command it prints, e.g.
 //

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly"
+	"github.com/mayflydb/mayfly/internal/s3test"
 )
 
 var (
@@ -71,25 +72,61 @@ var configs = []config{
 	}},
 }
 
+// s3Config runs on the S3 server named by MAYFLY_S3_URL, a fresh prefix
+// per run, with memtables, tables and levels small enough that flushes,
+// compactions, manifest versions, WAL segment rotations and (at reopen ops)
+// WAL replays all go through the object store many times per run. It is
+// not in configs: it runs with MAYFLY_TEST_BACKEND=s3 (next to every other
+// config, for the seeds in s3Seeds) or when -config names it. Without a
+// server it is left out with a log line, or fails the test under CI=true.
+var s3Config = config{name: "s3", s3: true, opts: func(o *mayfly.Options) {
+	o.MemtableSize = 16 << 10
+	o.TargetFileSize = 8 << 10
+	o.LBaseMaxBytes = 8 << 10
+	o.LevelSizeRatio = 2
+	o.L0CompactionThreshold = 2
+	o.BlockSize = 512
+}}
+
+// s3Seeds are the seeds MAYFLY_TEST_BACKEND=s3 runs by default: a subset
+// of ciSeeds, because a run on S3 costs several times a run in memory (every
+// flush, compaction and synced write is a few HTTP requests) and the CI
+// time budget is shared. -seed/-seeds override it.
+var s3Seeds = ciSeeds[:3]
+
+func s3Selected(t *testing.T) bool {
+	return s3test.MustBackend(t) == s3test.S3
+}
+
 func selectedConfigs(t *testing.T) []config {
-	if *flagConfig == "" {
-		return configs
-	}
+	all := append(configs[:len(configs):len(configs)], s3Config)
 	var out []config
-	for _, name := range strings.Split(*flagConfig, ",") {
-		found := false
-		for _, c := range configs {
-			if c.name == name {
-				out = append(out, c)
-				found = true
-			}
+	if *flagConfig == "" {
+		out = configs
+		if s3Selected(t) {
+			out = all
 		}
-		if !found {
-			var names []string
-			for _, c := range configs {
-				names = append(names, c.name)
+	} else {
+		for _, name := range strings.Split(*flagConfig, ",") {
+			i := slices.IndexFunc(all, func(c config) bool { return c.name == name })
+			if i < 0 {
+				var names []string
+				for _, c := range all {
+					names = append(names, c.name)
+				}
+				t.Fatalf("unknown -config %q; known: %s", name, strings.Join(names, ","))
 			}
-			t.Fatalf("unknown -config %q; known: %s", name, strings.Join(names, ","))
+			out = append(out, all[i])
+		}
+	}
+	if why := s3test.Unavailable(); why != "" && slices.ContainsFunc(out, func(c config) bool { return c.s3 }) {
+		if s3test.Required() {
+			t.Fatalf("config s3 selected and CI=true: %s", why)
+		}
+		t.Logf("leaving out config s3: %s", why)
+		out = slices.DeleteFunc(slices.Clone(out), func(c config) bool { return c.s3 })
+		if len(out) == 0 {
+			t.Skip("no configuration left to run")
 		}
 	}
 	return out
@@ -110,6 +147,8 @@ func selectedSeeds(t *testing.T) []uint64 {
 		return seeds
 	case *flagSeed != 0:
 		return []uint64{*flagSeed}
+	case s3Selected(t):
+		return s3Seeds
 	}
 	return ciSeeds
 }
@@ -185,12 +224,18 @@ func runSeed(root string, seed uint64, nops int, cfgs []config, sem chan struct{
 			defer func() { <-sem }()
 			res := &result{}
 			results[i] = res
-			dir, err := os.MkdirTemp(root, fmt.Sprintf("%d-%s-", seed, cfg.name))
+			var dir string
+			var err error
+			if cfg.s3 {
+				dir, err = s3test.NewLocation(fmt.Sprintf("metamorphic-%d-%s", seed, cfg.name))
+			} else {
+				dir, err = os.MkdirTemp(root, fmt.Sprintf("%d-%s-", seed, cfg.name))
+				defer os.RemoveAll(dir)
+			}
 			if err != nil {
 				res.err = err
 				return
 			}
-			defer os.RemoveAll(dir)
 			r := newRunner(cfg, dir)
 			res.state, res.err = r.run(ops)
 			if res.err != nil {

@@ -25,9 +25,11 @@ type config struct {
 	name string
 	// local runs on a local directory (t.TempDir) rather than storage.Mem.
 	local bool
+	// s3 runs on a fresh prefix of the S3 server (internal/s3test).
+	s3 bool
 	// crash makes Crash ops simulate power loss (CrashClone of the open
 	// database) instead of a clean reopen. Every write is then synced, so
-	// every acknowledged write must survive. Not with local.
+	// every acknowledged write must survive. Only on storage.Mem.
 	crash bool
 	opts  func(*mayfly.Options)
 }
@@ -124,9 +126,12 @@ type failure struct {
 
 func (f *failure) Error() string { return f.err.Error() }
 
+// newRunner returns a runner for cfg at location dir (a local directory or
+// an s3:// URL); configs that are neither local nor s3 use a new
+// storage.Mem instead.
 func newRunner(cfg config, dir string) *runner {
 	r := &runner{cfg: cfg, dir: dir, clk: clock.NewManual(epoch), m: newModel()}
-	if !cfg.local {
+	if !cfg.local && !cfg.s3 {
 		r.dir = "memdb"
 		r.mem = storage.NewMem()
 	}
