@@ -45,12 +45,21 @@ func writePreallocated(t *testing.T, payloads [][]byte) (*storage.Local, []byte,
 	if err := w.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
+	// Read the segment as a crash would leave it: still open, with its
+	// reserved tail (Close trims the tail).
 	data, err := storage.ReadAll(s, "wal/000007.wal")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed, err := storage.ReadAll(s, "wal/000007.wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end := bounds[len(bounds)-1]; int64(len(closed)) != end {
+		t.Fatalf("closed segment is %d bytes, want its %d bytes of records (the reserved tail trimmed)", len(closed), end)
 	}
 	return s, data, bounds
 }
@@ -59,7 +68,7 @@ func TestPreallocatedSegmentReplaysCleanly(t *testing.T) {
 	payloads := testPayloads(rand.New(rand.NewPCG(11, 12)), 40)
 	s, data, bounds := writePreallocated(t, payloads)
 	end := bounds[len(bounds)-1]
-	if int64(len(data))%storage.LogPreallocSize != 0 || int64(len(data)) <= end {
+	if int64(len(data))%storage.LogPreallocMin != 0 || int64(len(data)) <= end {
 		t.Fatalf("file is %d bytes for %d bytes of records: not preallocated", len(data), end)
 	}
 	if !allZero(data[end:]) {
