@@ -415,8 +415,13 @@ const LogPreallocSize = 1 << 20
 // LogPreallocMin is the first reservation of a preallocated local log.
 const LogPreallocMin = 64 << 10
 
-// zeroChunk is a source of zeros for initialising preallocated log space.
-var zeroChunk [64 << 10]byte
+// zeroChunk is a source of zeros for initialising preallocated log space,
+// one page per write: zero-filling with larger writes lets the kernel cache
+// the space in large folios (Linux 6.x), and a later commit that dirties a
+// few bytes of one then writes the whole folio back at every fdatasync —
+// measured 64 KiB per 140-byte synced commit with 64 KiB zero writes (16x
+// the I/O of a growing file) against 4 KiB with page-sized ones.
+var zeroChunk [4 << 10]byte
 
 // localLog writes a log at its own offset (the file has one writer). A
 // preallocated log writes in place into space reserved ahead of the
