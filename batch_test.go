@@ -66,7 +66,7 @@ func TestBatchOwnership(t *testing.T) {
 		t.Fatalf("no WAL segment: %v", err)
 	}
 	fi, err := os.Stat(segs[len(segs)-1])
-	if err != nil || fi.Size() == 0 || fi.Size()%storage.LogPreallocMin != 0 {
+	if err != nil || fi.Size() == 0 || fi.Size()%storage.LogPreallocSize != 0 {
 		t.Fatalf("WAL segment is not preallocated: %v, %v", fi, err)
 	}
 	db.lock.Close()

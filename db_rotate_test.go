@@ -164,21 +164,23 @@ func runChurn(t *testing.T, fraction float64, rate, secs int) float64 {
 }
 
 // TestChurnSpaceBound: under a steady stream of 5 s TTL rows, rotation by
-// age keeps the directory within 1.3 times the live bytes on average (RFC
+// age keeps the directory within 1.4 times the live bytes on average (RFC
 // 0004, "Memtable rotation by age": the WAL and level 0 span L + f*L/2 of
 // writes on average, 1.25 TTL periods, the WAL part with ~40% framing, the
-// SSTables compressing these values to ~0.9; measured 0.94-1.12 in five
-// runs — the scheduler's rotation on a clock advance races with the writer,
-// so the figure varies a little). Without it the WAL of a memtable that never
-// fills grows without bound (measured 5.3).
+// SSTables compressing these values to ~0.9, plus up to 64 KiB of
+// preallocated WAL tail; measured 1.05-1.22 with the preallocated WAL,
+// under -race and a loaded machine included — the scheduler's rotation on a
+// clock advance races with the writer, so the figure varies). Without it
+// the WAL of a memtable that never fills grows without bound (measured
+// 5.3-6.3).
 func TestChurnSpaceBound(t *testing.T) {
 	const rate, secs = 1000, 25
-	if amp := runChurn(t, 0, rate, secs); amp > 1.3 {
-		t.Fatalf("space amplification %.2f with rotation by age, want <= 1.3", amp)
+	if amp := runChurn(t, 0, rate, secs); amp > 1.4 {
+		t.Fatalf("space amplification %.2f with rotation by age, want <= 1.4", amp)
 	} else {
 		t.Logf("space amplification with rotation by age: %.2f", amp)
 	}
-	if amp := runChurn(t, -1, rate, secs); amp <= 1.3 {
+	if amp := runChurn(t, -1, rate, secs); amp <= 1.4 {
 		t.Fatalf("space amplification %.2f without rotation by age: the bound is not what keeps it low", amp)
 	} else {
 		t.Logf("space amplification without rotation by age: %.2f", amp)

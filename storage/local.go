@@ -405,15 +405,12 @@ func (l *Local) createLog(name string, prealloc bool) (LogWriter, error) {
 	return &localLog{f: f, prealloc: prealloc}, nil
 }
 
-// LogPreallocSize is the most file space a local log reserves and
-// zero-fills at a time, ahead of its writes. The first reservation is
-// LogPreallocMin; each later one doubles the file until steps reach
-// LogPreallocSize, so that a small log (a database with little traffic,
-// or a memtable rotated early by age) does not hold a mostly empty MiB.
-const LogPreallocSize = 1 << 20
-
-// LogPreallocMin is the first reservation of a preallocated local log.
-const LogPreallocMin = 64 << 10
+// LogPreallocSize is how much file space a preallocated local log
+// reserves and zero-fills at a time, ahead of its writes. Small steps keep
+// the unused tail of the active segment small (it counts as disk use); a
+// step costs one zero write and makes the next fdatasync carry a file-size
+// change, once per 64 KiB of log (every few hundred small synced commits).
+const LogPreallocSize = 64 << 10
 
 // zeroChunk is a source of zeros for initialising preallocated log space,
 // one page per write: zero-filling with larger writes lets the kernel cache
@@ -425,10 +422,9 @@ var zeroChunk [4 << 10]byte
 
 // localLog writes a log at its own offset (the file has one writer). A
 // preallocated log writes in place into space reserved ahead of the
-// writes: when a write would pass the end of the reserved space, more is
-// allocated (fallocate where the platform has it; 64 KiB first, then as
-// much as the file holds, at most LogPreallocSize at a time) and written
-// with zeros. The zeros
+// writes: when a write would pass the end of the reserved space, the next
+// LogPreallocSize bytes are allocated (fallocate where the platform has
+// it) and written with zeros. The zeros
 // are real writes, so that the file's blocks are initialised: a later
 // fdatasync then flushes only data, not a file-size change or the
 // conversion of unwritten extents, which is what makes synced commits
@@ -463,13 +459,10 @@ func (w *localLog) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// reserve grows the reserved space to cover at least end bytes, in steps
-// of LogPreallocMin, then of the reserved size, then of LogPreallocSize.
+// reserve grows the reserved space to cover at least end bytes, in whole
+// multiples of LogPreallocSize.
 func (w *localLog) reserve(end int64) error {
-	to := w.alloc
-	for to < end {
-		to += min(max(to, LogPreallocMin), LogPreallocSize)
-	}
+	to := (end + LogPreallocSize - 1) / LogPreallocSize * LogPreallocSize
 	if err := preallocate(w.f, w.alloc, to-w.alloc); err != nil {
 		return fmt.Errorf("mayfly/storage: preallocate %s: %w", w.f.Name(), err)
 	}

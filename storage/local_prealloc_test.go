@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestPreallocatedLogSteps: a preallocated local log reserves 64 KiB first,
-// then doubles, then grows by LogPreallocSize at a time; it reads back as
+// TestPreallocatedLogSteps: a preallocated local log reserves space
+// LogPreallocSize (64 KiB) at a time ahead of its writes; it reads back as
 // its bytes followed by zeros; Close trims the reserved tail.
 func TestPreallocatedLogSteps(t *testing.T) {
 	dir := t.TempDir()
@@ -31,10 +31,9 @@ func TestPreallocatedLogSteps(t *testing.T) {
 		{10, 64 << 10},
 		{64 << 10, 64 << 10},
 		{64<<10 + 1, 128 << 10},
-		{300 << 10, 512 << 10},
-		{1536 << 10, 2 << 20},
-		{2<<20 + 1, 3 << 20},
-		{5 << 20, 5 << 20},
+		{300 << 10, 320 << 10},
+		{1536 << 10, 1536 << 10},
+		{2<<20 + 1, 2<<20 + 64<<10},
 	} {
 		chunk := make([]byte, step.writeTo-written)
 		for i := range chunk {

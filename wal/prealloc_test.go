@@ -68,7 +68,7 @@ func TestPreallocatedSegmentReplaysCleanly(t *testing.T) {
 	payloads := testPayloads(rand.New(rand.NewPCG(11, 12)), 40)
 	s, data, bounds := writePreallocated(t, payloads)
 	end := bounds[len(bounds)-1]
-	if int64(len(data))%storage.LogPreallocMin != 0 || int64(len(data)) <= end {
+	if int64(len(data))%storage.LogPreallocSize != 0 || int64(len(data)) <= end {
 		t.Fatalf("file is %d bytes for %d bytes of records: not preallocated", len(data), end)
 	}
 	if !allZero(data[end:]) {
