@@ -1,7 +1,6 @@
 package sstable
 
 import (
-	"bytes"
 	"sync"
 	"testing"
 	"time"
@@ -155,15 +154,9 @@ func TestCompactionIterDoesNotFillCache(t *testing.T) {
 	}
 	cached := cache.Metrics().SizeBytes
 	it := r.NewCompactionIter()
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		if got := it.Row(); !bytes.Equal(got.Key, rows[n].Key) || got.Seq != rows[n].Seq {
-			t.Fatalf("row %d: %q@%d, want %q@%d", n, got.Key, got.Seq, rows[n].Key, rows[n].Seq)
-		}
-		n++
-	}
-	if err := it.Close(); err != nil || n != len(rows) {
-		t.Fatalf("read %d of %d rows, err %v", n, len(rows), err)
+	checkForward(t, it, rows, "compaction read")
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
 	}
 	m := cache.Metrics()
 	if m.SizeBytes != cached || m.Hits != 1 || m.Misses != props.NumDataBlocks {

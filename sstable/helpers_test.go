@@ -100,3 +100,23 @@ func rowsEqual(got, want *format.Row) bool {
 func fmtRow(r *format.Row) string {
 	return fmt.Sprintf("{%q seq=%d flags=%d ts=%d exp=%d v=%q}", r.Key, r.Seq, r.Flags, r.TS, r.ExpireTS, r.Value)
 }
+
+// checkForward walks it from First to the end and fails t unless it yields
+// exactly want (compared with rowsEqual) without an error. It does not
+// close it.
+func checkForward(t *testing.T, it format.Iterator, want []format.Row, what string) {
+	t.Helper()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if n >= len(want) {
+			t.Fatalf("%s: more than the %d rows wanted", what, len(want))
+		}
+		if !rowsEqual(it.Row(), &want[n]) {
+			t.Fatalf("%s: row %d = %s, want %s", what, n, fmtRow(it.Row()), fmtRow(&want[n]))
+		}
+		n++
+	}
+	if n != len(want) || it.Error() != nil {
+		t.Fatalf("%s: %d rows (err %v), want %d", what, n, it.Error(), len(want))
+	}
+}

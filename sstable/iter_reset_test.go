@@ -26,18 +26,9 @@ func TestIteratorReset(t *testing.T) {
 	if it.Valid() || it.Next() || it.Prev() {
 		t.Fatal("a reset iterator must be unpositioned")
 	}
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		if !rowsEqual(it.Row(), &rowsB[n]) {
-			t.Fatalf("row %d after Reset: %s, want %s", n, fmtRow(it.Row()), fmtRow(&rowsB[n]))
-		}
-		n++
-	}
-	if n != len(rowsB) || it.Error() != nil {
-		t.Fatalf("forward walk after Reset saw %d rows (err %v), want %d", n, it.Error(), len(rowsB))
-	}
+	checkForward(t, it, rowsB, "forward walk after Reset")
 	it.Reset(a)
-	n = len(rowsA)
+	n := len(rowsA)
 	for ok := it.Last(); ok; ok = it.Prev() {
 		n--
 		if !rowsEqual(it.Row(), &rowsA[n]) {
@@ -105,16 +96,7 @@ func TestIteratorResetWaitsForReadAhead(t *testing.T) {
 	if n, f := raFetches.Load(), objA.inFlight.Load(); n != 0 || f != 0 {
 		t.Fatalf("after Reset: %d fetches, %d reads of table A still running", n, f)
 	}
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		if !rowsEqual(it.Row(), &rowsB[n]) {
-			t.Fatalf("row %d after Reset: %s, want %s", n, fmtRow(it.Row()), fmtRow(&rowsB[n]))
-		}
-		n++
-	}
-	if n != len(rowsB) || it.Error() != nil {
-		t.Fatalf("walk after Reset saw %d rows (err %v), want %d", n, it.Error(), len(rowsB))
-	}
+	checkForward(t, it, rowsB, "walk after Reset")
 	if err := it.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -414,15 +414,9 @@ func TestReadAheadCompactionIterDoesNotFillCache(t *testing.T) {
 	r := openRA(t, obj, 64<<10, cache)
 	defer r.Close()
 	it := r.NewCompactionIter()
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		if got := it.Row(); !bytes.Equal(got.Key, rows[n].Key) || got.Seq != rows[n].Seq {
-			t.Fatalf("row %d: %q@%d, want %q@%d", n, got.Key, got.Seq, rows[n].Key, rows[n].Seq)
-		}
-		n++
-	}
-	if err := it.Close(); err != nil || n != len(rows) {
-		t.Fatalf("read %d of %d rows, err %v", n, len(rows), err)
+	checkForward(t, it, rows, "compaction read")
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
 	}
 	if size := cache.Metrics().SizeBytes; size != 0 {
 		t.Fatalf("a compaction read left %d bytes in the cache, want 0", size)

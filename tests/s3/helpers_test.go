@@ -9,13 +9,8 @@ package s3test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -23,55 +18,16 @@ import (
 
 	"github.com/mayflydb/mayfly"
 	"github.com/mayflydb/mayfly/clock"
+	s3env "github.com/mayflydb/mayfly/internal/s3test"
 )
 
 // epoch is the manual clock's starting time in every test.
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// baseURL returns MAYFLY_S3_URL, or skips (fails under CI=true) without it.
-func baseURL(tb testing.TB) string {
-	tb.Helper()
-	u := os.Getenv("MAYFLY_S3_URL")
-	if u == "" {
-		if os.Getenv("CI") == "true" {
-			tb.Fatal("MAYFLY_S3_URL is not set but CI=true: start versitygw with scripts/s3/start-versitygw.sh")
-		}
-		tb.Skip("MAYFLY_S3_URL is not set; run eval \"$(bash scripts/s3/start-versitygw.sh)\" first")
-	}
-	return u
-}
-
-var unsafeChars = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
-
-// withPrefix returns base with its prefix replaced by prefix.
-func withPrefix(tb testing.TB, base, prefix string) string {
-	tb.Helper()
-	u, err := url.Parse(base)
-	if err != nil {
-		tb.Fatalf("MAYFLY_S3_URL does not parse: %v", err)
-	}
-	if u.Scheme != "s3" || u.Host == "" {
-		tb.Fatalf("MAYFLY_S3_URL must look like s3://bucket/prefix?endpoint=...")
-	}
-	u.Path = "/" + prefix
-	return u.String()
-}
-
-// location returns a fresh S3 location (a random prefix under
-// s3test/<test name>/) for this test alone.
-func location(tb testing.TB) string {
-	tb.Helper()
-	base := baseURL(tb)
-	var r [6]byte
-	if _, err := rand.Read(r[:]); err != nil {
-		tb.Fatal(err)
-	}
-	name := strings.Trim(unsafeChars.ReplaceAllString(tb.Name(), "-"), "-")
-	if len(name) > 60 {
-		name = name[:60]
-	}
-	return withPrefix(tb, base, "s3test/"+name+"-"+hex.EncodeToString(r[:]))
-}
+// location returns a fresh S3 location (a random prefix named after the
+// test) for this test alone; it skips without a server, or fails under
+// CI=true.
+func location(tb testing.TB) string { return s3env.Location(tb) }
 
 // open opens loc with o (nil: defaults with clk) and fails the test on error.
 func open(tb testing.TB, loc string, o *mayfly.Options) *mayfly.DB {
@@ -83,14 +39,8 @@ func open(tb testing.TB, loc string, o *mayfly.Options) *mayfly.DB {
 	return db
 }
 
-// redact drops the query of a location for messages (it holds no secrets,
-// but it is long).
-func redact(loc string) string {
-	if i := strings.IndexByte(loc, '?'); i >= 0 {
-		return loc[:i]
-	}
-	return loc
-}
+// redact drops the query of a location for messages.
+func redact(loc string) string { return s3env.Redact(loc) }
 
 func manual() *clock.Manual { return clock.NewManual(epoch) }
 
