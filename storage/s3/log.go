@@ -231,8 +231,14 @@ func (s *Store) FenceLog(name string) error {
 		}
 		if !won {
 			// The writer passed the jump: start again above its newest part.
+			if fenceTestHook != nil {
+				fenceTestHook("lost")
+			}
 			if parts, err = s.listFenceParts(name); err != nil {
 				return s.wrap("fence", name, err)
+			}
+			if len(parts) == 0 {
+				return fmt.Errorf("mayfly/s3: fence %s: the log was removed: %w", name, storage.ErrNotExist)
 			}
 			newest = max(target, parts[len(parts)-1].n)
 			continue
@@ -251,14 +257,15 @@ func (s *Store) FenceLog(name string) error {
 	return fmt.Errorf("mayfly/s3: fence %s: the log kept growing over %d rounds", name, maxFenceRounds)
 }
 
-// afterFenceList, when set (by tests), runs after each LIST of FenceLog, to
-// let a test's writer race the fence deterministically.
-var afterFenceList func()
+// fenceTestHook, when set (by tests), runs after each LIST of FenceLog
+// ("listed") and after each lost jump-ahead claim ("lost"), to let a test's
+// writer race the fence deterministically.
+var fenceTestHook func(event string)
 
 func (s *Store) listFenceParts(name string) ([]partInfo, error) {
 	parts, err := s.listParts(name)
-	if err == nil && afterFenceList != nil {
-		afterFenceList()
+	if err == nil && fenceTestHook != nil {
+		fenceTestHook("listed")
 	}
 	return parts, err
 }

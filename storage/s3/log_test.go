@@ -266,12 +266,15 @@ func TestFenceJumpsAheadOfBusyWriter(t *testing.T) {
 	// After the first LIST the writer uploads 6 parts: the claim of part 5
 	// and the jump to part 9 both lose; after the second LIST it is idle.
 	lists := 0
-	afterFenceList = func() {
+	fenceTestHook = func(event string) {
+		if event != "listed" {
+			return
+		}
 		if lists++; lists == 1 {
 			write(6)
 		}
 	}
-	defer func() { afterFenceList = nil }()
+	defer func() { fenceTestHook = nil }()
 	putsBefore := other.Metrics().Puts
 	if err := other.FenceLog(name); err != nil {
 		t.Fatal(err)
@@ -298,5 +301,47 @@ func TestFenceJumpsAheadOfBusyWriter(t *testing.T) {
 	}
 	if got := mustRead(t, other, name); !bytes.Equal(got, acked) {
 		t.Fatalf("log holds %q, the writer acknowledged %q", got, acked)
+	}
+}
+
+// TestFenceLogRemovedMidRace: the log disappears while the fence is racing
+// its writer (after a lost jump-ahead claim, before the re-LIST). FenceLog
+// must report ErrNotExist, as for a log that never existed, not fail on the
+// empty listing.
+func TestFenceLogRemovedMidRace(t *testing.T) {
+	s := openStore(t, func(c *Config) { c.FlushInterval = time.Hour })
+	other := openWith(t, s.Config())
+	const name = "wal/000002.wal"
+	lw, err := s.CreateLog(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lw.Close()
+	write := func(n int) {
+		for i := range n {
+			lw.Write([]byte(fmt.Sprintf("r%d;", i)))
+			if err := lw.Sync(); err != nil {
+				t.Errorf("sync: %v", err)
+				return
+			}
+		}
+	}
+	write(2)
+	lists := 0
+	fenceTestHook = func(event string) {
+		switch event {
+		case "listed":
+			if lists++; lists == 1 {
+				write(6) // the first claim and the first jump both lose
+			}
+		case "lost":
+			if err := other.Remove(name); err != nil {
+				t.Errorf("remove: %v", err)
+			}
+		}
+	}
+	defer func() { fenceTestHook = nil }()
+	if err := other.FenceLog(name); !errors.Is(err, storage.ErrNotExist) {
+		t.Fatalf("FenceLog of a log removed mid-race = %v, want ErrNotExist", err)
 	}
 }
