@@ -124,7 +124,7 @@ func (db *DB) tableGet(t *tableFile, key []byte, seq uint64) (format.Row, bool, 
 		db.metrics.bloomNegatives.Add(1)
 		return format.Row{}, false, nil
 	}
-	r, ok, err := t.reader.Get(key, seq)
+	r, ok, err := t.reader.GetAfterFilter(key, seq)
 	if err != nil {
 		return format.Row{}, false, err
 	}

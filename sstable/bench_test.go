@@ -3,6 +3,7 @@ package sstable
 import (
 	"fmt"
 	"io"
+	"runtime"
 	"testing"
 
 	"github.com/mayflydb/mayfly/format"
@@ -64,6 +65,8 @@ func BenchmarkReaderGet(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.SetBytes(int64(len(rows[0].Key) + len(rows[0].Value)))
+			cpu := startThreadCPU()
+			defer cpu.stop()
 			i := 0
 			for b.Loop() {
 				row := &rows[i%len(rows)]
@@ -72,9 +75,28 @@ func BenchmarkReaderGet(b *testing.B) {
 				}
 				i += 7919
 			}
+			cpu.report(b)
 		})
 	}
 }
+
+// threadCPUMeter measures the CPU time of the benchmark's own OS thread.
+type threadCPUMeter struct{ start int64 }
+
+// startThreadCPU locks the calling goroutine to its thread (stop unlocks it)
+// and starts measuring.
+func startThreadCPU() threadCPUMeter {
+	runtime.LockOSThread()
+	return threadCPUMeter{start: threadCPU()}
+}
+
+func (c threadCPUMeter) report(b *testing.B) {
+	if b.N > 0 {
+		b.ReportMetric(float64(threadCPU()-c.start)/float64(b.N), "thread-cpu-ns/op")
+	}
+}
+
+func (threadCPUMeter) stop() { runtime.UnlockOSThread() }
 
 func BenchmarkIterNext(b *testing.B) {
 	rows := benchRows(10000)

@@ -16,6 +16,8 @@ func BenchmarkCacheHit(b *testing.B) {
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(4096)
+		cpu := startThreadCPU()
+		defer cpu.stop()
 		i := uint64(0)
 		for b.Loop() {
 			if _, ok := c.get(cacheKey{id: id, off: (i % blocks) * 4096}); !ok {
@@ -23,6 +25,7 @@ func BenchmarkCacheHit(b *testing.B) {
 			}
 			i += 7
 		}
+		cpu.report(b)
 	})
 	b.Run("parallel", func(b *testing.B) {
 		b.ReportAllocs()

@@ -52,6 +52,7 @@ type Reader struct {
 	footer  footer
 	props   *Properties
 	index   []byte // decoded index block
+	pindex  pointIndex
 	filter  *bloom.BloomFilter
 	dataEnd uint64 // end of the data blocks: the first metadata block's offset
 	raMax   int    // ReaderOptions.ReadAhead; <= 0 disables read-ahead
@@ -88,6 +89,9 @@ func Open(f storage.ObjectReader, opts ReaderOptions) (*Reader, error) {
 		return nil, err
 	}
 	if r.index, err = r.readIndex(); err != nil {
+		return nil, err
+	}
+	if r.pindex, err = buildPointIndex(r.index, r.name, int64(r.footer.index.offset), r.dataEnd); err != nil {
 		return nil, err
 	}
 	if r.filter, err = r.readFilter(); err != nil {
@@ -247,8 +251,8 @@ func (r *Reader) indexHandle(it *blockIter) (blockHandle, error) {
 }
 
 type getState struct {
-	index, data blockIter
-	seekKey     []byte
+	data    blockIter
+	seekKey []byte
 }
 
 // Get returns the newest row for ukey with Seq <= seq, tombstones included;
@@ -259,6 +263,12 @@ func (r *Reader) Get(ukey []byte, seq uint64) (row format.Row, found bool, err e
 	if !r.MayContain(ukey) {
 		return format.Row{}, false, nil
 	}
+	return r.GetAfterFilter(ukey, seq)
+}
+
+// GetAfterFilter is Get for a caller that has already asked MayContain(ukey)
+// and got true: it does not probe the bloom filter again.
+func (r *Reader) GetAfterFilter(ukey []byte, seq uint64) (row format.Row, found bool, err error) {
 	if seq > format.MaxSeq {
 		seq = format.MaxSeq
 	}
@@ -272,15 +282,11 @@ func (r *Reader) Get(ukey []byte, seq uint64) (row format.Row, found bool, err e
 		r.getPool.Put(gs)
 	}()
 	gs.seekKey = format.SeekKey(gs.seekKey[:0], ukey, seq)
-	r.indexIter(&gs.index)
-	if !gs.index.seekGE(gs.seekKey) {
-		return format.Row{}, false, gs.index.err
-	}
-	for {
-		h, err := r.indexHandle(&gs.index)
-		if err != nil {
-			return format.Row{}, false, err
+	for i := r.pindex.seek(gs.seekKey); ; i++ {
+		if i >= r.pindex.len() {
+			return format.Row{}, false, nil
 		}
+		h := r.pindex.handles[i]
 		b, err := r.dataBlock(h, true)
 		if err != nil {
 			return format.Row{}, false, err
@@ -296,9 +302,6 @@ func (r *Reader) Get(ukey []byte, seq uint64) (row format.Row, found bool, err e
 		}
 		// Only a block whose last key is below the index key gets here;
 		// try the next block rather than trust the index.
-		if !gs.index.next() {
-			return format.Row{}, false, gs.index.err
-		}
 	}
 	if !bytes.Equal(gs.data.row.Key, ukey) {
 		return format.Row{}, false, nil

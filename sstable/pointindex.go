@@ -1,0 +1,76 @@
+package sstable
+
+// Point index: the index block decoded once, at Open, for Get.
+//
+// A point lookup binary-searches the index for the first data block whose
+// separator key is >= the seek key. Doing that on the stored index block
+// decodes three varints at every probe; the point index instead keeps the
+// separator keys back to back in one arena with their block handles already
+// decoded, so a probe is one slice expression and one key comparison. It is
+// built in memory from the (CRC-checked) index block and changes nothing on
+// disk. Iterators still walk the stored block.
+
+import (
+	"github.com/mayflydb/mayfly/format"
+)
+
+// pointIndex is the decoded index of a table.
+type pointIndex struct {
+	keys    []byte        // separator internal keys, back to back
+	ends    []uint32      // end of key i in keys
+	handles []blockHandle // handle of data block i
+}
+
+// buildPointIndex decodes every entry of the index block data (at blockOff
+// in file) and checks each handle lies before dataEnd.
+func buildPointIndex(data []byte, file string, blockOff int64, dataEnd uint64) (pointIndex, error) {
+	var it blockIter
+	if err := it.init(data, file, blockOff, true); err != nil {
+		return pointIndex{}, err
+	}
+	var px pointIndex
+	px.ends = make([]uint32, 0, it.numRestarts)
+	px.handles = make([]blockHandle, 0, it.numRestarts)
+	for ok := it.first(); ok; ok = it.next() {
+		h, ok := decodeHandle(it.row.Value)
+		if !ok || !h.within(dataEnd) {
+			return pointIndex{}, corruptf(file, blockOff, "index entry at %d: bad block handle", it.off)
+		}
+		if uint64(len(px.keys))+uint64(len(it.key)) > 1<<32-1 {
+			return pointIndex{}, corruptf(file, blockOff, "index keys exceed 4 GiB")
+		}
+		px.keys = append(px.keys, it.key...)
+		px.ends = append(px.ends, uint32(len(px.keys)))
+		px.handles = append(px.handles, h)
+	}
+	if it.err != nil {
+		return pointIndex{}, it.err
+	}
+	return px, nil
+}
+
+func (px *pointIndex) len() int { return len(px.ends) }
+
+// key returns separator i.
+func (px *pointIndex) key(i int) []byte {
+	start := uint32(0)
+	if i > 0 {
+		start = px.ends[i-1]
+	}
+	return px.keys[start:px.ends[i]:px.ends[i]]
+}
+
+// seek returns the index of the first block whose separator is >= ikey,
+// or len() if there is none.
+func (px *pointIndex) seek(ikey []byte) int {
+	lo, hi := 0, len(px.ends)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if format.CompareInternal(px.key(m), ikey) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
