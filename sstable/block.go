@@ -448,6 +448,10 @@ func (it *blockIter) seekGE(ikey []byte) bool {
 	if it.err != nil {
 		return false
 	}
+	if it.numRestarts == 0 {
+		it.off = it.restarts
+		return false
+	}
 	// Find the first restart whose key is >= ikey; the answer lies between
 	// the restart before it and it.
 	lo, hi := 0, it.numRestarts
@@ -466,19 +470,91 @@ func (it *blockIter) seekGE(ikey []byte) bool {
 	if lo > 0 {
 		lo--
 	}
-	if it.numRestarts == 0 {
-		it.off = it.restarts
+	off := it.restartOffset(lo)
+	if off < 0 {
 		return false
 	}
-	if !it.seekRestart(lo) {
-		return false
+	it.key = nil
+	it.keyInBuf = false
+	return it.scanGE(off, ikey)
+}
+
+// scanGE walks forward from the restart entry at off to the first entry
+// whose key is >= ikey and makes it current. The entries before it are
+// skipped with only their keys decoded: their attributes and values are
+// stepped over, not parsed.
+func (it *blockIter) scanGE(off int, ikey []byte) bool {
+	data, limit := it.data, it.restarts
+	for off < limit {
+		shared, unshared, vlen, p, reason := it.entryHeader(off)
+		if reason != "" {
+			return it.corrupt(off, reason)
+		}
+		if shared > uint64(len(it.key)) {
+			return it.corrupt(off, "shared prefix longer than the previous key")
+		}
+		it.setKey(int(shared), data[p:p+int(unshared)])
+		p += int(unshared)
+		n := len(it.key)
+		if n < format.TrailerLen {
+			return it.corrupt(off, "malformed internal key")
+		}
+		if format.CompareInternal(it.key, ikey) >= 0 {
+			return it.finishEntry(off, p, vlen)
+		}
+		flags := it.key[n-format.TrailerLen]
+		if flags&^format.KnownFlags != 0 {
+			return it.corrupt(off, "malformed internal key")
+		}
+		if flags&format.FlagHasTS != 0 {
+			if p = skipUvarint(data, p, limit); p < 0 {
+				return it.corrupt(off, "bad row attributes")
+			}
+		}
+		if flags&format.FlagHasExpire != 0 {
+			if p = skipUvarint(data, p, limit); p < 0 {
+				return it.corrupt(off, "bad row attributes")
+			}
+		}
+		if vlen > uint64(limit-p) {
+			return it.corrupt(off, "value runs past the block")
+		}
+		off = p + int(vlen)
 	}
-	for format.CompareInternal(it.key, ikey) < 0 {
-		if !it.next() {
-			return false
+	it.off = it.restarts
+	return false
+}
+
+// setKey makes the current key the first shared bytes of the previous key
+// followed by delta (shared <= len(it.key)).
+func (it *blockIter) setKey(shared int, delta []byte) {
+	if shared == 0 {
+		it.key = delta
+		it.keyInBuf = false
+	} else {
+		if !it.keyInBuf {
+			it.keyBuf = append(it.keyBuf[:0], it.key[:shared]...)
+			it.keyInBuf = true
+		} else {
+			it.keyBuf = it.keyBuf[:shared]
+		}
+		it.keyBuf = append(it.keyBuf, delta...)
+		it.key = it.keyBuf
+	}
+	it.shared = shared
+}
+
+// skipUvarint returns the offset after the uvarint at p (which must end
+// before limit and be at most 10 bytes), or -1.
+func skipUvarint(b []byte, p, limit int) int {
+	for i := 0; i < binary.MaxVarintLen64 && p < limit; i++ {
+		c := b[p]
+		p++
+		if c < 0x80 {
+			return p
 		}
 	}
-	return true
+	return -1
 }
 
 // atUserKey reports whether the current entry's user key equals ukey.

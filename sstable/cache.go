@@ -9,9 +9,8 @@ package sstable
 // rows that alias it stay valid for as long as they are referenced.
 
 import (
+	"sync"
 	"sync/atomic"
-
-	"golang.org/x/sync/singleflight"
 
 	"github.com/maypok86/otter/v2"
 )
@@ -29,9 +28,18 @@ type Cache struct {
 	misses atomic.Uint64
 	size   atomic.Int64
 	nextID atomic.Uint64
-	// loads makes concurrent misses of one block read it once: on an object
-	// store each miss is a ranged GET.
-	loads singleflight.Group
+	// loading makes concurrent misses of one block read it once: on an
+	// object store each miss is a ranged GET.
+	loadMu  sync.Mutex
+	loading map[cacheKey]*blockLoad
+}
+
+// blockLoad is a read of one block that other readers missing the same
+// block wait for.
+type blockLoad struct {
+	wg  sync.WaitGroup
+	b   []byte
+	err error
 }
 
 // CacheMetrics is a snapshot of a cache's counters.
@@ -97,4 +105,41 @@ func (c *Cache) set(k cacheKey, b []byte) []byte {
 		c.size.Add(-int64(len(b)))
 	}
 	return v
+}
+
+// load returns the block for k from read, caching it; concurrent loads of
+// the same k share one call of read, and a load that starts after another
+// cached k returns the cached block. c must have a backing cache.
+func (c *Cache) load(k cacheKey, read func() ([]byte, error)) ([]byte, error) {
+	c.loadMu.Lock()
+	if l, ok := c.loading[k]; ok {
+		c.loadMu.Unlock()
+		l.wg.Wait()
+		return l.b, l.err
+	}
+	// A load that finished between the caller's miss and here.
+	if b, ok := c.c.GetIfPresent(k); ok {
+		c.loadMu.Unlock()
+		return b, nil
+	}
+	if c.loading == nil {
+		c.loading = make(map[cacheKey]*blockLoad)
+	}
+	l := &blockLoad{}
+	l.wg.Add(1)
+	c.loading[k] = l
+	c.loadMu.Unlock()
+	defer func() {
+		c.loadMu.Lock()
+		delete(c.loading, k)
+		c.loadMu.Unlock()
+		l.wg.Done()
+	}()
+	l.b, l.err = read()
+	if l.err != nil {
+		l.b = nil
+		return nil, l.err
+	}
+	l.b = c.set(k, l.b)
+	return l.b, nil
 }

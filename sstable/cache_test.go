@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -161,5 +162,57 @@ func TestCompactionIterDoesNotFillCache(t *testing.T) {
 	m := cache.Metrics()
 	if m.SizeBytes != cached || m.Hits != 1 || m.Misses != props.NumDataBlocks {
 		t.Fatalf("after a compaction read: %+v, want size %d, 1 hit, %d misses", m, cached, props.NumDataBlocks)
+	}
+}
+
+// TestCacheLoadShared checks that a load of a block another load is
+// reading waits for it and gets its block (or, arriving after it finished,
+// the cached copy) without reading again, and that a failed load caches
+// nothing.
+func TestCacheLoadShared(t *testing.T) {
+	c := NewCache(1 << 20)
+	k := cacheKey{id: c.newID(), off: 4096}
+	block := []byte("block bytes")
+	started, release := make(chan struct{}), make(chan struct{})
+	type result struct {
+		b   []byte
+		err error
+	}
+	first := make(chan result)
+	go func() {
+		b, err := c.load(k, func() ([]byte, error) {
+			close(started)
+			<-release
+			return block, nil
+		})
+		first <- result{b, err}
+	}()
+	<-started
+	second := make(chan result)
+	go func() {
+		b, err := c.load(k, func() ([]byte, error) {
+			return nil, errors.New("second read of a block being loaded")
+		})
+		second <- result{b, err}
+	}()
+	close(release)
+	for _, ch := range []chan result{first, second} {
+		r := <-ch
+		if r.err != nil || len(r.b) == 0 || &r.b[0] != &block[0] {
+			t.Fatalf("load = %q, %v; want the first load's block", r.b, r.err)
+		}
+	}
+
+	k2 := cacheKey{id: k.id, off: 8192}
+	boom := errors.New("read failed")
+	if _, err := c.load(k2, func() ([]byte, error) { return nil, boom }); !errors.Is(err, boom) {
+		t.Fatalf("failed load: err = %v, want %v", err, boom)
+	}
+	if _, ok := c.get(k2); ok {
+		t.Fatal("a failed load left a cached block")
+	}
+	b, err := c.load(k2, func() ([]byte, error) { return []byte("retry"), nil })
+	if err != nil || string(b) != "retry" {
+		t.Fatalf("load after a failure = %q, %v", b, err)
 	}
 }

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"strconv"
 	"sync"
 
 	"github.com/bits-and-blooms/bloom/v3"
@@ -210,21 +209,45 @@ func (r *Reader) cacheBlock(h blockHandle, b []byte) []byte {
 // readDataBlock reads the data block at h, which the cache missed, and
 // with fill caches it.
 func (r *Reader) readDataBlock(h blockHandle, fill bool) ([]byte, error) {
-	k := cacheKey{id: r.cacheID, off: h.offset}
 	if !fill || r.cache == nil || r.cache.c == nil {
-		return r.readBlock(h, "data")
+		return r.readOwnedBlock(h, "data")
 	}
-	v, err, _ := r.cache.loads.Do(strconv.FormatUint(k.id, 36)+":"+strconv.FormatUint(k.off, 36), func() (any, error) {
-		b, err := r.readBlock(h, "data")
-		if err != nil {
-			return nil, err
-		}
-		return r.cache.set(k, b), nil
+	return r.cache.load(cacheKey{id: r.cacheID, off: h.offset}, func() ([]byte, error) {
+		return r.readOwnedBlock(h, "data")
 	})
-	if err != nil {
+}
+
+// readBufPool recycles the buffers data blocks are read into before they
+// are decompressed (or, uncompressed, copied out).
+var readBufPool sync.Pool // *[]byte
+
+// maxPooledReadBuf bounds the read buffers kept for reuse.
+const maxPooledReadBuf = 256 << 10
+
+// readOwnedBlock is readBlock for a data block: it reads through a pooled
+// buffer and returns decoded bytes in an allocation of their own, sized to
+// the block, so a miss allocates once.
+func (r *Reader) readOwnedBlock(h blockHandle, kind string) ([]byte, error) {
+	if !h.within(uint64(r.size - FooterLen)) {
+		return nil, corruptf(r.name, int64(h.offset), "%s block handle %d+%d outside the file", kind, h.offset, h.length)
+	}
+	n := int(h.length + trailerLen)
+	if n > maxPooledReadBuf {
+		return r.readBlock(h, kind)
+	}
+	bp, _ := readBufPool.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	if cap(*bp) < n {
+		*bp = make([]byte, n)
+	}
+	buf := (*bp)[:n]
+	defer readBufPool.Put(bp)
+	if err := r.readAt(buf, int64(h.offset)); err != nil {
 		return nil, err
 	}
-	return v.([]byte), nil
+	return r.decodeBlock(buf, h, kind, true)
 }
 
 // Properties returns the table's properties; the caller must not modify them.
