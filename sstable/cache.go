@@ -20,12 +20,33 @@ type cacheKey struct {
 	off uint64 // block offset in the file
 }
 
+// stripe spreads the counters of different blocks over different stripes.
+func (k cacheKey) stripe() uint64 { return k.off>>12 ^ k.id }
+
+// stripedCounter is a counter that readers on different CPUs can bump
+// without sharing a cache line, as long as they touch different blocks:
+// each increment goes to one of its stripes, and the total is their sum.
+type stripedCounter [8]struct {
+	n atomic.Uint64
+	_ [56]byte // one stripe per 64-byte cache line
+}
+
+func (s *stripedCounter) add(stripe uint64) { s[stripe%uint64(len(s))].n.Add(1) }
+
+func (s *stripedCounter) load() uint64 {
+	var t uint64
+	for i := range s {
+		t += s[i].n.Load()
+	}
+	return t
+}
+
 // Cache is a block cache with a byte budget, safe for concurrent use. A nil
 // *Cache, or one of capacity 0, caches nothing.
 type Cache struct {
 	c      *otter.Cache[cacheKey, []byte]
-	hits   atomic.Uint64
-	misses atomic.Uint64
+	hits   stripedCounter
+	misses stripedCounter
 	size   atomic.Int64
 	nextID atomic.Uint64
 	// loading makes concurrent misses of one block read it once: on an
@@ -70,7 +91,7 @@ func (c *Cache) Metrics() CacheMetrics {
 	if c == nil {
 		return CacheMetrics{}
 	}
-	return CacheMetrics{Hits: c.hits.Load(), Misses: c.misses.Load(), SizeBytes: c.size.Load()}
+	return CacheMetrics{Hits: c.hits.load(), Misses: c.misses.load(), SizeBytes: c.size.Load()}
 }
 
 // newID returns an id for a reader without a file number. Assigned ids have
@@ -85,11 +106,11 @@ func (c *Cache) get(k cacheKey) ([]byte, bool) {
 	}
 	if c.c != nil {
 		if b, ok := c.c.GetIfPresent(k); ok {
-			c.hits.Add(1)
+			c.hits.add(k.stripe())
 			return b, true
 		}
 	}
-	c.misses.Add(1)
+	c.misses.add(k.stripe())
 	return nil, false
 }
 
