@@ -486,9 +486,19 @@ func (it *blockIter) seekGE(ikey []byte) bool {
 func (it *blockIter) scanGE(off int, ikey []byte) bool {
 	data, limit := it.data, it.restarts
 	for off < limit {
-		shared, unshared, vlen, p, reason := it.entryHeader(off)
-		if reason != "" {
-			return it.corrupt(off, reason)
+		var shared, unshared, vlen uint64
+		var p int
+		if off+3 <= limit && data[off]|data[off+1]|data[off+2] < 0x80 {
+			// The common case: three one-byte lengths.
+			shared, unshared, vlen, p = uint64(data[off]), uint64(data[off+1]), uint64(data[off+2]), off+3
+			if unshared > uint64(limit-p) {
+				return it.corrupt(off, "key runs past the block")
+			}
+		} else {
+			var reason string
+			if shared, unshared, vlen, p, reason = it.entryHeader(off); reason != "" {
+				return it.corrupt(off, reason)
+			}
 		}
 		if shared > uint64(len(it.key)) {
 			return it.corrupt(off, "shared prefix longer than the previous key")
