@@ -9,8 +9,17 @@ package sstable
 // decoded, so a probe is one slice expression and one key comparison. It is
 // built in memory from the (CRC-checked) index block and changes nothing on
 // disk. Iterators still walk the stored block.
+//
+// A binary search over thousands of separators touches a cold cache line
+// at nearly every probe, so each separator also has an 8-byte head: the
+// bytes of its user key that follow the prefix all separators share,
+// zero-padded, as a big-endian integer. Heads sit in one dense array; a
+// probe compares heads and reads the full key only when they are equal.
 
 import (
+	"bytes"
+	"encoding/binary"
+
 	"github.com/mayflydb/mayfly/format"
 )
 
@@ -19,6 +28,17 @@ type pointIndex struct {
 	keys    []byte        // separator internal keys, back to back
 	ends    []uint32      // end of key i in keys
 	handles []blockHandle // handle of data block i
+	common  []byte        // the user-key prefix every separator starts with
+	heads   []uint64      // keyHead of each separator's user key
+}
+
+// keyHead returns the 8 bytes of ukey after its first c (which it must
+// have), zero-padded, big-endian. For keys sharing those c bytes,
+// keyHead(a) < keyHead(b) implies a < b; equal heads decide nothing.
+func keyHead(ukey []byte, c int) uint64 {
+	var b [8]byte
+	copy(b[:], ukey[c:])
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // buildPointIndex decodes every entry of the index block data (at blockOff
@@ -46,7 +66,26 @@ func buildPointIndex(data []byte, file string, blockOff int64, dataEnd uint64) (
 	if it.err != nil {
 		return pointIndex{}, it.err
 	}
+	if n := px.len(); n > 0 {
+		// Sorted keys: the prefix of the first and last is everyone's.
+		first, last := px.userKey(0), px.userKey(n-1)
+		c := 0
+		for c < len(first) && c < len(last) && first[c] == last[c] {
+			c++
+		}
+		px.common = first[:c:c]
+		px.heads = make([]uint64, n)
+		for i := range px.heads {
+			px.heads[i] = keyHead(px.userKey(i), c)
+		}
+	}
 	return px, nil
+}
+
+// userKey returns the user key of separator i.
+func (px *pointIndex) userKey(i int) []byte {
+	k := px.key(i)
+	return k[: len(k)-format.TrailerLen : len(k)-format.TrailerLen]
 }
 
 func (px *pointIndex) len() int { return len(px.ends) }
@@ -64,9 +103,26 @@ func (px *pointIndex) key(i int) []byte {
 // or len() if there is none.
 func (px *pointIndex) seek(ikey []byte) int {
 	lo, hi := 0, len(px.ends)
+	if hi == 0 {
+		return 0
+	}
+	ukey := ikey[:len(ikey)-format.TrailerLen]
+	c := len(px.common)
+	if !bytes.HasPrefix(ukey, px.common) {
+		// Below every separator, or above them all.
+		if bytes.Compare(ukey, px.common) < 0 {
+			return 0
+		}
+		return hi
+	}
+	h := keyHead(ukey, c)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if format.CompareInternal(px.key(m), ikey) < 0 {
+		less := px.heads[m] < h
+		if px.heads[m] == h {
+			less = format.CompareInternal(px.key(m), ikey) < 0
+		}
+		if less {
 			lo = m + 1
 		} else {
 			hi = m

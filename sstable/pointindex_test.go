@@ -1,0 +1,69 @@
+package sstable
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/mayflydb/mayfly/format"
+)
+
+// TestPointIndexSeek checks the point index against a linear search of the
+// stored index block, for keys below, inside and above the table, keys that
+// are prefixes or extensions of stored keys, and every sequence number
+// boundary, on tables whose keys share long prefixes (heads tie) or none.
+func TestPointIndexSeek(t *testing.T) {
+	for _, prefix := range []string{"", "tenant/0042/session/", "\xff\xff\xff\xff\xff\xff\xff\xff\xff"} {
+		t.Run(fmt.Sprintf("prefix%d", len(prefix)), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(len(prefix)), 9))
+			var rows []format.Row
+			for i := range 3000 {
+				key := fmt.Appendf(nil, "%s%06d", prefix, 3*i)
+				if i%7 == 0 {
+					key = append(key, "\x00tail"...) // a key whose head ties its neighbour's
+				}
+				for v := range 1 + rng.IntN(3) {
+					rows = append(rows, format.Row{Key: key, Seq: uint64(100 - v), Value: []byte("v")})
+				}
+			}
+			data, _ := buildTable(t, rows, WriterOptions{BlockSize: 256})
+			r := openTable(t, data, nil)
+			var seps [][]byte
+			var it blockIter
+			r.indexIter(&it)
+			for ok := it.first(); ok; ok = it.next() {
+				seps = append(seps, append([]byte(nil), it.key...))
+			}
+			if len(seps) < 50 || r.pindex.len() != len(seps) {
+				t.Fatalf("%d separators, point index has %d", len(seps), r.pindex.len())
+			}
+			probe := func(ukey []byte, seq uint64) {
+				ikey := format.SeekKey(nil, ukey, seq)
+				want := len(seps)
+				for i, s := range seps {
+					if format.CompareInternal(s, ikey) >= 0 {
+						want = i
+						break
+					}
+				}
+				if got := r.pindex.seek(ikey); got != want {
+					t.Fatalf("seek(%q, %d) = %d, want %d", ukey, seq, got, want)
+				}
+			}
+			for _, s := range seps {
+				uk, seq, _, _ := format.SplitInternalKey(s)
+				for _, q := range []uint64{0, seq - 1, seq, seq + 1, format.MaxSeq} {
+					probe(uk, q)
+				}
+				probe(uk[:len(uk)-1], format.MaxSeq)
+				probe(append(append([]byte(nil), uk...), 0), format.MaxSeq)
+			}
+			for range 2000 {
+				probe(fmt.Appendf(nil, "%s%06d", prefix, rng.IntN(9100)), uint64(rng.IntN(120)))
+			}
+			for _, k := range []string{"", "\x00", prefix[:len(prefix)/2], prefix + "~", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"} {
+				probe([]byte(k), format.MaxSeq)
+			}
+		})
+	}
+}
