@@ -7,7 +7,8 @@ package sstable
 //	footer (64 bytes) -> properties block -> index block -> filter block
 //
 // checking every CRC. The index and the filter stay in memory for the life
-// of the Reader; data blocks are read on demand through the block cache.
+// of the Reader (the index also decoded for Get, pointindex.go); data blocks
+// are read on demand through the block cache.
 
 import (
 	"bytes"
