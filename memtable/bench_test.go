@@ -70,12 +70,7 @@ func BenchmarkInsertSeq(b *testing.B) {
 // BenchmarkGet looks up random present keys in a memtable of 200k rows.
 func BenchmarkGet(b *testing.B) {
 	const n = 200000
-	m := New(1)
-	val := make([]byte, 100)
-	for i := 0; i < n; i++ {
-		var key [16]byte
-		m.Add(&format.Row{Key: benchKey(key[:], uint64(i)), Seq: uint64(i + 1), Value: val})
-	}
+	m := seqMemtable(n)
 	rng := rand.New(rand.NewSource(1))
 	keys := make([][]byte, 4096)
 	for i := range keys {
@@ -92,13 +87,7 @@ func BenchmarkGet(b *testing.B) {
 
 // BenchmarkScan walks a 100k-row memtable with an iterator; each op is a row.
 func BenchmarkScan(b *testing.B) {
-	const n = 100000
-	m := New(1)
-	val := make([]byte, 100)
-	for i := 0; i < n; i++ {
-		var key [16]byte
-		m.Add(&format.Row{Key: benchKey(key[:], uint64(i)), Seq: uint64(i + 1), Value: val})
-	}
+	m := seqMemtable(100000)
 	it := m.NewIter()
 	defer it.Close()
 	b.ReportAllocs()
@@ -110,4 +99,16 @@ func BenchmarkScan(b *testing.B) {
 		}
 		ok = it.Next()
 	}
+}
+
+// seqMemtable returns a memtable of n rows with ascending bench keys and
+// 100-byte values.
+func seqMemtable(n int) *Memtable {
+	m := New(1)
+	val := make([]byte, 100)
+	for i := 0; i < n; i++ {
+		var key [16]byte
+		m.Add(&format.Row{Key: benchKey(key[:], uint64(i)), Seq: uint64(i + 1), Value: val})
+	}
+	return m
 }
