@@ -39,6 +39,10 @@ func randomRow(rng *rand.Rand, seq uint64) format.Row {
 	case 2:
 		// empty value
 	case 3:
+		if rng.Intn(10) > 0 {
+			r.Value = []byte("x")
+			break
+		}
 		r.Value = bytes.Repeat([]byte{byte(seq)}, arenaChunk/4+1+rng.Intn(100))
 	default:
 		r.Value = []byte(fmt.Sprintf("v%d", seq))
