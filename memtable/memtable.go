@@ -113,30 +113,46 @@ func (m *Memtable) Empty() bool { return m.rows.Load() == 0 }
 // decoded from a checksummed WAL record); a malformed batch returns an error
 // and may leave a prefix of its rows inserted, so callers validate first.
 func (m *Memtable) ApplyBatch(data []byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.applyLocked(data)
+}
+
+// ApplyBatches inserts the rows of each encoded batch, in order, under one
+// acquisition of the write lock (readers see none of them until all are
+// in). It returns how many batches were inserted whole; on a malformed
+// batch (see ApplyBatch) it stops there with an error, that batch possibly
+// inserted in part.
+func (m *Memtable) ApplyBatches(batches [][]byte) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, data := range batches {
+		if err := m.applyLocked(data); err != nil {
+			return i, err
+		}
+	}
+	return len(batches), nil
+}
+
+// applyLocked inserts the rows of one batch. Caller holds mu for writing.
+func (m *Memtable) applyLocked(data []byte) error {
 	br, err := format.NewBatchReader(data)
 	if err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	var r format.Row
-	var added int64
-	n := int64(0)
+	var added, n int64
 	for {
 		ok, err := br.Next(&r)
-		if err != nil {
+		if !ok || err != nil {
+			m.size.Add(added)
+			m.rows.Add(n)
 			return err
-		}
-		if !ok {
-			break
 		}
 		m.noteExpiry(&r)
 		added += m.insert(&r)
 		n++
 	}
-	m.size.Add(added)
-	m.rows.Add(n)
-	return nil
 }
 
 // Add inserts one row, copying its key and value.
