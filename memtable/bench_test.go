@@ -112,3 +112,30 @@ func seqMemtable(n int) *Memtable {
 	}
 	return m
 }
+
+// BenchmarkGetLongKey looks up random present 28-byte keys that share their
+// first 16 bytes, so every comparison reads key bytes past the inline ones.
+func BenchmarkGetLongKey(b *testing.B) {
+	const n = 200000
+	long := func(i uint64) []byte {
+		var d [16]byte
+		return append([]byte("tenant/0001/user/"), benchKey(d[:], i)[5:]...) // 28 bytes
+	}
+	m := New(1)
+	val := make([]byte, 100)
+	for i := 0; i < n; i++ {
+		m.Add(&format.Row{Key: long(uint64(i)), Seq: uint64(i + 1), Value: val})
+	}
+	rng := rand.New(rand.NewSource(1))
+	keys := make([][]byte, 4096)
+	for i := range keys {
+		keys[i] = long(uint64(rng.Intn(n)))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, ok := m.Get(keys[i%len(keys)], format.MaxSeq); !ok {
+			b.Fatal("missing key")
+		}
+	}
+}
