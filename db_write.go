@@ -163,15 +163,24 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 		}
 		db.metrics.walSyncs.Add(1)
 	}
+	// One memtable lock acquisition for the whole group. Waiters that
+	// failed to stamp were not logged and are skipped.
+	var local [16][]byte
+	logged := local[:0]
 	for _, g := range group {
-		if g.done {
-			continue // failed to stamp; not logged
+		if !g.done {
+			logged = append(logged, g.batch.data)
 		}
-		if err := db.mem.ApplyBatch(g.batch.data); err != nil {
-			db.setBackgroundError(fmt.Errorf("memtable apply: %w", err))
-			return err
+	}
+	n, err := db.mem.ApplyBatches(logged)
+	for _, g := range group {
+		if !g.done && n > 0 {
+			g.done, n = true, n-1
 		}
-		g.done = true
+	}
+	if err != nil {
+		db.setBackgroundError(fmt.Errorf("memtable apply: %w", err))
+		return err
 	}
 	db.lastSeq = seq - 1
 	db.visibleSeq.Store(db.lastSeq)

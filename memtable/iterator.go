@@ -1,8 +1,6 @@
 package memtable
 
 import (
-	"bytes"
-
 	"github.com/mayflydb/mayfly/format"
 )
 
@@ -12,44 +10,60 @@ const iterChunk = 32
 
 // iterator walks a memtable in chunks: each refill takes the read lock once
 // and copies up to iterChunk rows (headers only; bytes live in the arena) into
-// buf. forward tells the order of buf.
+// buf, and their entries into ents, so the next refill starts from a stored
+// entry. forward tells the order of buf.
 type iterator struct {
 	m       *Memtable
 	buf     []format.Row
+	ents    []entry
 	pos     int
 	forward bool
 	row     format.Row
 }
 
-func (it *iterator) fillForward(p format.Row, inclusive bool) bool {
-	it.buf = it.buf[:0]
+// fill refills the buffer walking from p (forward: ascending from p; else
+// descending), skipping p itself unless inclusive.
+func (it *iterator) fill(p entry, forward, inclusive bool) bool {
+	it.buf, it.ents = it.buf[:0], it.ents[:0]
 	it.pos = 0
-	it.forward = true
-	it.m.mu.RLock()
-	it.m.tree.AscendGreaterOrEqual(pivot(p.Key, p.Seq), func(e entry) bool {
-		if !inclusive && e.seq == p.Seq && bytes.Equal(e.key, p.Key) {
+	it.forward = forward
+	m := it.m
+	visit := func(e entry) bool {
+		if !inclusive && e.trailer>>8 == p.trailer>>8 && m.sameKey(e, p) {
 			return true
 		}
-		it.buf = append(it.buf, *e.row)
+		it.buf = append(it.buf, m.row(e))
+		it.ents = append(it.ents, e)
 		return len(it.buf) < iterChunk
-	})
-	it.m.mu.RUnlock()
+	}
+	m.mu.RLock()
+	if forward {
+		m.tree.AscendGreaterOrEqual(p, visit)
+	} else {
+		m.tree.DescendLessOrEqual(p, visit)
+	}
+	m.mu.RUnlock()
 	return it.settle()
 }
 
-func (it *iterator) fillBackward(p format.Row, inclusive bool) bool {
-	it.buf = it.buf[:0]
+// fillEnd refills the buffer from the first (forward) or last row.
+func (it *iterator) fillEnd(forward bool) bool {
+	it.buf, it.ents = it.buf[:0], it.ents[:0]
 	it.pos = 0
-	it.forward = false
-	it.m.mu.RLock()
-	it.m.tree.DescendLessOrEqual(pivot(p.Key, p.Seq), func(e entry) bool {
-		if !inclusive && e.seq == p.Seq && bytes.Equal(e.key, p.Key) {
-			return true
-		}
-		it.buf = append(it.buf, *e.row)
+	it.forward = forward
+	m := it.m
+	visit := func(e entry) bool {
+		it.buf = append(it.buf, m.row(e))
+		it.ents = append(it.ents, e)
 		return len(it.buf) < iterChunk
-	})
-	it.m.mu.RUnlock()
+	}
+	m.mu.RLock()
+	if forward {
+		m.tree.Ascend(visit)
+	} else {
+		m.tree.Descend(visit)
+	}
+	m.mu.RUnlock()
 	return it.settle()
 }
 
@@ -58,48 +72,31 @@ func (it *iterator) settle() bool {
 		it.row = it.buf[it.pos]
 		return true
 	}
-	it.buf = it.buf[:0]
+	it.buf, it.ents = it.buf[:0], it.ents[:0]
 	it.pos = 0
 	return false
 }
 
-// SeekGE positions at the newest version of the first user key >= key.
-func (it *iterator) SeekGE(key []byte) bool {
-	return it.fillForward(format.Row{Key: key, Seq: format.MaxSeq}, true)
+// seek positions from a search key.
+func (it *iterator) seek(key []byte, forward, inclusive bool) bool {
+	p := makePivot(key, format.MaxSeq)
+	ok := it.fill(p, forward, inclusive)
+	dropPivot(p)
+	return ok
 }
+
+// SeekGE positions at the newest version of the first user key >= key.
+func (it *iterator) SeekGE(key []byte) bool { return it.seek(key, true, true) }
 
 // SeekLT positions at the oldest version of the last user key < key.
 func (it *iterator) SeekLT(key []byte) bool {
 	// (key, MaxSeq) sorts before every version of key; everything strictly
 	// below it has a smaller user key.
-	return it.fillBackward(format.Row{Key: key, Seq: format.MaxSeq}, false)
+	return it.seek(key, false, false)
 }
 
-func (it *iterator) First() bool {
-	it.buf = it.buf[:0]
-	it.pos = 0
-	it.forward = true
-	it.m.mu.RLock()
-	it.m.tree.Ascend(func(e entry) bool {
-		it.buf = append(it.buf, *e.row)
-		return len(it.buf) < iterChunk
-	})
-	it.m.mu.RUnlock()
-	return it.settle()
-}
-
-func (it *iterator) Last() bool {
-	it.buf = it.buf[:0]
-	it.pos = 0
-	it.forward = false
-	it.m.mu.RLock()
-	it.m.tree.Descend(func(e entry) bool {
-		it.buf = append(it.buf, *e.row)
-		return len(it.buf) < iterChunk
-	})
-	it.m.mu.RUnlock()
-	return it.settle()
-}
+func (it *iterator) First() bool { return it.fillEnd(true) }
+func (it *iterator) Last() bool  { return it.fillEnd(false) }
 
 func (it *iterator) Next() bool {
 	if !it.Valid() {
@@ -110,8 +107,7 @@ func (it *iterator) Next() bool {
 		it.row = it.buf[it.pos]
 		return true
 	}
-	cur := it.row
-	return it.fillForward(cur, false)
+	return it.fill(it.ents[it.pos], true, false)
 }
 
 func (it *iterator) Prev() bool {
@@ -123,11 +119,10 @@ func (it *iterator) Prev() bool {
 		it.row = it.buf[it.pos]
 		return true
 	}
-	cur := it.row
-	return it.fillBackward(cur, false)
+	return it.fill(it.ents[it.pos], false, false)
 }
 
 func (it *iterator) Valid() bool      { return it.pos < len(it.buf) }
 func (it *iterator) Row() *format.Row { return &it.row }
 func (it *iterator) Error() error     { return nil }
-func (it *iterator) Close() error     { it.buf = nil; return nil }
+func (it *iterator) Close() error     { it.buf, it.ents = nil, nil; return nil }

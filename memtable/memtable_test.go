@@ -1,6 +1,7 @@
 package memtable
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -183,5 +184,29 @@ func BenchmarkSeek(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		it.SeekGE(keys[i%len(keys)])
+	}
+}
+
+// TestApplyBatchesStopsAtMalformed applies a group whose third batch is
+// truncated: the first two are inserted whole, the count says so, and Len
+// counts every row that went in.
+func TestApplyBatchesStopsAtMalformed(t *testing.T) {
+	m := New(1)
+	bad := batchOf(30, "c", "3", "d", "4")
+	bad = bad[:len(bad)-1] // cut the last value short
+	n, err := m.ApplyBatches([][]byte{batchOf(10, "a", "1"), batchOf(20, "b", "2"), bad})
+	if n != 2 || !errors.Is(err, format.ErrCorruption) {
+		t.Fatalf("ApplyBatches = %d, %v; want 2, corruption", n, err)
+	}
+	for _, k := range []string{"a", "b"} {
+		if _, ok := m.Get([]byte(k), 100); !ok {
+			t.Fatalf("%s missing after ApplyBatches", k)
+		}
+	}
+	if got := m.Len(); got != 3 { // a, b and the partial batch's "c"
+		t.Fatalf("Len = %d, want 3", got)
+	}
+	if n, err := m.ApplyBatches(nil); n != 0 || err != nil {
+		t.Fatalf("ApplyBatches(nil) = %d, %v", n, err)
 	}
 }

@@ -1,0 +1,109 @@
+package memtable
+
+import (
+	"encoding/binary"
+
+	"github.com/mayflydb/mayfly/format"
+)
+
+// Arena records. Every row is one record in an append-only chunk of the
+// memtable's arena:
+//
+//	+-----------+-----------+----------+--------------+--------------+-------------+
+//	| klen u32  | vlen u32  | key      | ts i64       | expire_ts i64| value       |
+//	| (LE)      | (LE)      | klen B   | if FlagHasTS | if HasExpire | vlen B      |
+//	+-----------+-----------+----------+--------------+--------------+-------------+
+//
+// Chunks are arenaChunk bytes; a record larger than a quarter chunk gets a
+// chunk of its own. Chunks are plain byte slices, so nothing in the arena is
+// a Go pointer the garbage collector must trace, and bytes once written never
+// change or move: rows handed to readers alias them.
+
+// arenaChunk is the size of each shared arena chunk.
+const arenaChunk = 1 << 20
+
+// recordHeader is the fixed part of a record: key and value lengths.
+const recordHeader = 8
+
+// recordLen returns the arena bytes the record of r takes.
+func recordLen(r *format.Row) int {
+	n := recordHeader + len(r.Key) + len(r.Value)
+	if r.Flags&format.FlagHasTS != 0 {
+		n += 8
+	}
+	if r.Flags&format.FlagHasExpire != 0 {
+		n += 8
+	}
+	return n
+}
+
+// reserve returns the chunk index and offset of n fresh arena bytes. Caller
+// holds mu for writing.
+func (m *Memtable) reserve(n int) (chunk, off int) {
+	if n > arenaChunk/4 {
+		m.chunks = append(m.chunks, make([]byte, n))
+		return len(m.chunks) - 1, 0
+	}
+	if m.cur < 0 || arenaChunk-m.curLen < n {
+		m.chunks = append(m.chunks, make([]byte, arenaChunk))
+		m.cur, m.curLen = len(m.chunks)-1, 0
+	}
+	off = m.curLen
+	m.curLen += n
+	return m.cur, off
+}
+
+// writeRecord copies r into the arena and returns its location (see loc).
+// Caller holds mu for writing.
+func (m *Memtable) writeRecord(r *format.Row, n int) uint64 {
+	chunk, off := m.reserve(n)
+	if chunk > maxChunk {
+		panic("memtable: arena chunk index overflow")
+	}
+	b := m.chunks[chunk][off : off+n : off+n]
+	binary.LittleEndian.PutUint32(b, uint32(len(r.Key)))
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(r.Value)))
+	p := recordHeader + copy(b[recordHeader:], r.Key)
+	if r.Flags&format.FlagHasTS != 0 {
+		binary.LittleEndian.PutUint64(b[p:], uint64(r.TS))
+		p += 8
+	}
+	if r.Flags&format.FlagHasExpire != 0 {
+		binary.LittleEndian.PutUint64(b[p:], uint64(r.ExpireTS))
+		p += 8
+	}
+	copy(b[p:], r.Value)
+	return makeLoc(chunk, off, len(r.Key))
+}
+
+// recordKey returns the key of the record at loc. Caller holds mu.
+func (m *Memtable) recordKey(loc uint64) []byte {
+	c := m.chunks[locChunk(loc)]
+	off := locOff(loc)
+	klen := int(binary.LittleEndian.Uint32(c[off:]))
+	p := off + recordHeader
+	return c[p : p+klen : p+klen]
+}
+
+// row materialises the row of e. Caller holds mu.
+func (m *Memtable) row(e entry) format.Row {
+	c := m.chunks[locChunk(e.loc)]
+	off := locOff(e.loc)
+	klen := int(binary.LittleEndian.Uint32(c[off:]))
+	vlen := int(binary.LittleEndian.Uint32(c[off+4:]))
+	p := off + recordHeader
+	r := format.Row{Key: c[p : p+klen : p+klen], Seq: e.trailer >> 8, Flags: uint8(e.trailer)}
+	p += klen
+	if r.Flags&format.FlagHasTS != 0 {
+		r.TS = int64(binary.LittleEndian.Uint64(c[p:]))
+		p += 8
+	}
+	if r.Flags&format.FlagHasExpire != 0 {
+		r.ExpireTS = int64(binary.LittleEndian.Uint64(c[p:]))
+		p += 8
+	}
+	if vlen > 0 {
+		r.Value = c[p : p+vlen : p+vlen]
+	}
+	return r
+}

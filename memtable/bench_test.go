@@ -1,0 +1,141 @@
+package memtable
+
+import (
+	"math/rand"
+	"testing"
+
+	"github.com/mayflydb/mayfly/format"
+)
+
+// benchKey writes the harness's key shape (15 digits and a suffix byte), so
+// every key shares its first 8 bytes with the others.
+func benchKey(dst []byte, i uint64) []byte {
+	dst = dst[:16]
+	for p := 14; p >= 0; p-- {
+		dst[p] = byte('0' + i%10)
+		i /= 10
+	}
+	dst[15] = 'k'
+	return dst
+}
+
+// BenchmarkApplyBatch inserts 100-row batches of random keys with 100-byte
+// values; each op is one row. The memtable is replaced every 256k rows (about
+// one 64 MiB memtable) so the tree depth stays realistic.
+func BenchmarkApplyBatch(b *testing.B) {
+	const perBatch = 100
+	rng := rand.New(rand.NewSource(1))
+	val := make([]byte, 100)
+	var key [16]byte
+	data := make([]byte, 0, perBatch*140)
+	m := New(1)
+	b.ReportAllocs()
+	b.SetBytes(16 + 100)
+	for i := 0; i < b.N; i += perBatch {
+		if m.Len() >= 256<<10 {
+			m = New(1)
+		}
+		data = data[:format.BatchHeaderLen]
+		for j := 0; j < perBatch; j++ {
+			data, _ = format.AppendBatchEntry(data, 0, 0, benchKey(key[:], rng.Uint64()%1000000), val)
+		}
+		format.PutBatchHeader(data, format.BatchHeader{Seq: uint64(i + 1), Count: perBatch})
+		if err := m.ApplyBatch(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkInsertSeq inserts single-row batches with ascending keys.
+func BenchmarkInsertSeq(b *testing.B) {
+	val := make([]byte, 100)
+	var key [16]byte
+	data := make([]byte, 0, 256)
+	m := New(1)
+	b.ReportAllocs()
+	b.SetBytes(16 + 100)
+	for i := 0; i < b.N; i++ {
+		if m.Len() >= 256<<10 {
+			m = New(1)
+		}
+		data = data[:format.BatchHeaderLen]
+		data, _ = format.AppendBatchEntry(data, 0, 0, benchKey(key[:], uint64(i)), val)
+		format.PutBatchHeader(data, format.BatchHeader{Seq: uint64(i + 1), Count: 1})
+		if err := m.ApplyBatch(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkGet looks up random present keys in a memtable of 200k rows.
+func BenchmarkGet(b *testing.B) {
+	const n = 200000
+	m := seqMemtable(n)
+	rng := rand.New(rand.NewSource(1))
+	keys := make([][]byte, 4096)
+	for i := range keys {
+		keys[i] = benchKey(make([]byte, 16), uint64(rng.Intn(n)))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, ok := m.Get(keys[i%len(keys)], format.MaxSeq); !ok {
+			b.Fatal("missing key")
+		}
+	}
+}
+
+// BenchmarkScan walks a 100k-row memtable with an iterator; each op is a row.
+func BenchmarkScan(b *testing.B) {
+	m := seqMemtable(100000)
+	it := m.NewIter()
+	defer it.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	ok := false
+	for i := 0; i < b.N; i++ {
+		if !ok {
+			ok = it.First()
+		}
+		ok = it.Next()
+	}
+}
+
+// seqMemtable returns a memtable of n rows with ascending bench keys and
+// 100-byte values.
+func seqMemtable(n int) *Memtable {
+	m := New(1)
+	val := make([]byte, 100)
+	for i := 0; i < n; i++ {
+		var key [16]byte
+		m.Add(&format.Row{Key: benchKey(key[:], uint64(i)), Seq: uint64(i + 1), Value: val})
+	}
+	return m
+}
+
+// BenchmarkGetLongKey looks up random present 28-byte keys that share their
+// first 16 bytes, so every comparison reads key bytes past the inline ones.
+func BenchmarkGetLongKey(b *testing.B) {
+	const n = 200000
+	long := func(i uint64) []byte {
+		var d [16]byte
+		return append([]byte("tenant/0001/user/"), benchKey(d[:], i)[5:]...) // 28 bytes
+	}
+	m := New(1)
+	val := make([]byte, 100)
+	for i := 0; i < n; i++ {
+		m.Add(&format.Row{Key: long(uint64(i)), Seq: uint64(i + 1), Value: val})
+	}
+	rng := rand.New(rand.NewSource(1))
+	keys := make([][]byte, 4096)
+	for i := range keys {
+		keys[i] = long(uint64(rng.Intn(n)))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, ok := m.Get(keys[i%len(keys)], format.MaxSeq); !ok {
+			b.Fatal("missing key")
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package memtable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+)
+
+// entry is what the B-tree orders: user key ascending, then sequence number
+// descending. It holds no Go pointer, so B-tree nodes are never scanned by
+// the garbage collector and copying entries needs no write barriers.
+//
+// The first 16 key bytes are kept inline (big-endian, zero-padded) with a
+// key-length hint, so two keys of at most 16 bytes, or two keys that differ
+// in their first 16 bytes, compare without touching the arena.
+type entry struct {
+	k0, k1  uint64 // key bytes 0-7 and 8-15, big-endian, zero-padded
+	trailer uint64 // seq<<8 | row flags
+	loc     uint64 // see makeLoc
+}
+
+// An entry's loc packs, from the top bit down:
+//
+//	bit 63      pivot: a search key, not a stored row
+//	bits 40-62  arena chunk index (a pivot: probe slot, or 0 for a short key)
+//	bits 20-39  record offset within the chunk
+//	bits 0-19   key length, capped at klenCap
+const (
+	pivotBit  = 1 << 63
+	maxChunk  = 1<<23 - 1
+	offBits   = 20
+	klenBits  = 20
+	klenCap   = 1<<klenBits - 1
+	klenMask  = klenCap
+	inlineKey = 16 // key bytes held in k0, k1
+)
+
+func makeLoc(chunk, off, klen int) uint64 {
+	return uint64(chunk)<<(offBits+klenBits) | uint64(off)<<klenBits | uint64(min(klen, klenCap))
+}
+
+func locChunk(loc uint64) int { return int(loc>>(offBits+klenBits)) & maxChunk }
+func locOff(loc uint64) int   { return int(loc>>klenBits) & (1<<offBits - 1) }
+
+// inline returns the first 16 bytes of k as two big-endian integers.
+func inline(k []byte) (k0, k1 uint64) {
+	if len(k) >= inlineKey {
+		return binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[8:])
+	}
+	var b [inlineKey]byte
+	copy(b[:], k)
+	return binary.BigEndian.Uint64(b[:]), binary.BigEndian.Uint64(b[8:])
+}
+
+// less orders entries; it is the B-tree's comparison. Caller holds mu.
+func (m *Memtable) less(a, b entry) bool {
+	if a.k0 != b.k0 {
+		return a.k0 < b.k0
+	}
+	if a.k1 != b.k1 {
+		return a.k1 < b.k1
+	}
+	la, lb := a.loc&klenMask, b.loc&klenMask
+	if la > inlineKey || lb > inlineKey {
+		// The first 16 (zero-padded) bytes agree, so the key bytes past
+		// them decide; a key of at most 16 bytes has none and sorts first.
+		if c := bytes.Compare(m.suffix(a), m.suffix(b)); c != 0 {
+			return c < 0
+		}
+	} else if la != lb {
+		return la < lb
+	}
+	return a.trailer>>8 > b.trailer>>8
+}
+
+// sameKey reports whether a and b carry the same user key. Caller holds mu.
+func (m *Memtable) sameKey(a, b entry) bool {
+	return a.k0 == b.k0 && a.k1 == b.k1 && a.loc&klenMask == b.loc&klenMask &&
+		(a.loc&klenMask <= inlineKey || bytes.Equal(m.suffix(a), m.suffix(b)))
+}
+
+// suffix returns the key bytes of e past the first 16. Caller holds mu.
+func (m *Memtable) suffix(e entry) []byte {
+	if e.loc&klenMask <= inlineKey {
+		return nil
+	}
+	if e.loc&pivotBit != 0 {
+		return probeKey(locChunk(e.loc))[inlineKey:]
+	}
+	return m.recordKey(e.loc)[inlineKey:]
+}
+
+// makePivot returns a search entry for (key, seq). A key longer than 16
+// bytes is parked in a probe slot until dropPivot, since the entry cannot
+// point at it.
+func makePivot(key []byte, seq uint64) entry {
+	k0, k1 := inline(key)
+	loc := uint64(pivotBit) | uint64(min(len(key), klenCap))
+	if len(key) > inlineKey {
+		loc |= uint64(acquireProbe(key)) << (offBits + klenBits)
+	}
+	return entry{k0: k0, k1: k1, trailer: seq << 8, loc: loc}
+}
+
+// dropPivot releases the probe slot of a pivot from makePivot, if any.
+func dropPivot(e entry) {
+	if e.loc&pivotBit != 0 && e.loc&klenMask > inlineKey {
+		releaseProbe(locChunk(e.loc))
+	}
+}
+
+// probes holds the search keys longer than 16 bytes of readers currently
+// walking a tree. A slot is owned by one goroutine from acquireProbe to
+// releaseProbe; slots are reused, so the table grows only to the largest
+// number of such searches running at once.
+var probes struct {
+	mu    sync.Mutex
+	free  []int
+	slots atomic.Pointer[[]*probe]
+}
+
+type probe struct{ key []byte }
+
+func acquireProbe(key []byte) int {
+	probes.mu.Lock()
+	defer probes.mu.Unlock()
+	var idx int
+	if n := len(probes.free); n > 0 {
+		idx = probes.free[n-1]
+		probes.free = probes.free[:n-1]
+	} else {
+		var old []*probe
+		if p := probes.slots.Load(); p != nil {
+			old = *p
+		}
+		if len(old) > maxChunk {
+			panic("memtable: too many concurrent long-key searches")
+		}
+		grown := append(old[:len(old):len(old)], &probe{})
+		probes.slots.Store(&grown)
+		idx = len(grown) - 1
+	}
+	(*probes.slots.Load())[idx].key = key
+	return idx
+}
+
+func releaseProbe(idx int) {
+	(*probes.slots.Load())[idx].key = nil
+	probes.mu.Lock()
+	probes.free = append(probes.free, idx)
+	probes.mu.Unlock()
+}
+
+func probeKey(idx int) []byte { return (*probes.slots.Load())[idx].key }
