@@ -3,6 +3,7 @@ package memtable
 import (
 	"bytes"
 	"encoding/binary"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 )
@@ -110,11 +111,25 @@ func dropPivot(e entry) {
 	}
 }
 
-// probes holds the search keys longer than 16 bytes of readers currently
-// walking a tree. A slot is owned by one goroutine from acquireProbe to
-// releaseProbe; slots are reused, so the table grows only to the largest
-// number of such searches running at once.
-var probes struct {
+// Search keys longer than 16 bytes of readers currently walking a tree are
+// parked in probe slots. A slot is owned by one goroutine from acquireProbe
+// to releaseProbe, and only that goroutine reads it (comparisons run in the
+// searching goroutine), so the key needs no lock; ownership passes between
+// goroutines through the slot's atomic busy flag.
+//
+// The fixed table is claimed lock-free, starting at a random slot so that
+// concurrent readers rarely touch the same cache line; only when more than
+// fixedProbes long-key searches run at once do the rest use the overflow
+// table behind a mutex, which grows to the largest such number.
+const fixedProbes = 256
+
+var fixedProbe [fixedProbes]struct {
+	busy atomic.Bool
+	key  []byte
+	_    [64 - 8 - 24]byte // one slot per cache line
+}
+
+var overflowProbes struct {
 	mu    sync.Mutex
 	free  []int
 	slots atomic.Pointer[[]*probe]
@@ -123,33 +138,59 @@ var probes struct {
 type probe struct{ key []byte }
 
 func acquireProbe(key []byte) int {
-	probes.mu.Lock()
-	defer probes.mu.Unlock()
+	start := rand.Uint32N(fixedProbes)
+	for i := range uint32(fixedProbes) {
+		idx := (start + i) % fixedProbes
+		if s := &fixedProbe[idx]; s.busy.CompareAndSwap(false, true) {
+			s.key = key
+			return int(idx)
+		}
+	}
+	return fixedProbes + acquireOverflowProbe(key)
+}
+
+func acquireOverflowProbe(key []byte) int {
+	o := &overflowProbes
+	o.mu.Lock()
+	defer o.mu.Unlock()
 	var idx int
-	if n := len(probes.free); n > 0 {
-		idx = probes.free[n-1]
-		probes.free = probes.free[:n-1]
+	if n := len(o.free); n > 0 {
+		idx = o.free[n-1]
+		o.free = o.free[:n-1]
 	} else {
 		var old []*probe
-		if p := probes.slots.Load(); p != nil {
+		if p := o.slots.Load(); p != nil {
 			old = *p
 		}
-		if len(old) > maxChunk {
+		if len(old) > maxChunk-fixedProbes {
 			panic("memtable: too many concurrent long-key searches")
 		}
 		grown := append(old[:len(old):len(old)], &probe{})
-		probes.slots.Store(&grown)
+		o.slots.Store(&grown)
 		idx = len(grown) - 1
 	}
-	(*probes.slots.Load())[idx].key = key
+	(*o.slots.Load())[idx].key = key
 	return idx
 }
 
 func releaseProbe(idx int) {
-	(*probes.slots.Load())[idx].key = nil
-	probes.mu.Lock()
-	probes.free = append(probes.free, idx)
-	probes.mu.Unlock()
+	if idx < fixedProbes {
+		s := &fixedProbe[idx]
+		s.key = nil
+		s.busy.Store(false)
+		return
+	}
+	idx -= fixedProbes
+	o := &overflowProbes
+	(*o.slots.Load())[idx].key = nil
+	o.mu.Lock()
+	o.free = append(o.free, idx)
+	o.mu.Unlock()
 }
 
-func probeKey(idx int) []byte { return (*probes.slots.Load())[idx].key }
+func probeKey(idx int) []byte {
+	if idx < fixedProbes {
+		return fixedProbe[idx].key
+	}
+	return (*overflowProbes.slots.Load())[idx-fixedProbes].key
+}

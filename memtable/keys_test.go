@@ -147,3 +147,43 @@ func TestConcurrentLongKeySearches(t *testing.T) {
 		}
 	}
 }
+
+// TestProbeSlotsOverflow holds more long search keys at once than the
+// lock-free table has slots: every slot must keep its own key, the overflow
+// table must serve the rest, and released slots must be reused.
+func TestProbeSlotsOverflow(t *testing.T) {
+	const n = fixedProbes + 40
+	idx := make([]int, n)
+	seen := make(map[int]bool)
+	for i := range n {
+		key := []byte(fmt.Sprintf("a-long-search-key-%05d", i))
+		idx[i] = acquireProbe(key)
+		if seen[idx[i]] {
+			t.Fatalf("slot %d handed out twice", idx[i])
+		}
+		seen[idx[i]] = true
+	}
+	overflow := 0
+	for i, id := range idx {
+		if want := fmt.Sprintf("a-long-search-key-%05d", i); string(probeKey(id)) != want {
+			t.Fatalf("slot %d holds %q, want %q", id, probeKey(id), want)
+		}
+		if id >= fixedProbes {
+			overflow++
+		}
+	}
+	if overflow != n-fixedProbes {
+		t.Fatalf("%d searches used the overflow table, want %d", overflow, n-fixedProbes)
+	}
+	for _, id := range idx {
+		releaseProbe(id)
+	}
+	// All slots free again: the next claims come from the fixed table.
+	for i := range fixedProbes {
+		id := acquireProbe([]byte("another-long-search-key"))
+		if id >= fixedProbes {
+			t.Fatalf("claim %d went to the overflow table with free fixed slots", i)
+		}
+		defer releaseProbe(id)
+	}
+}
