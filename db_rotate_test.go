@@ -320,3 +320,33 @@ func TestRecoveryKeepsTombstoneOverEarlierMemtable(t *testing.T) {
 		t.Fatalf("deleted key after recovery: %q, %v", v, err)
 	}
 }
+
+// TestDefaultMemtableSize checks that a zero Options.MemtableSize means
+// DefaultMemtableSize: the active memtable is not rotated while it is below
+// that size and is rotated by the first write that finds it full.
+func TestDefaultMemtableSize(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openTestDB(t, t.TempDir(), clk, nil)
+	defer db.Close()
+	if db.opts.MemtableSize != DefaultMemtableSize {
+		t.Fatalf("resolved MemtableSize = %d, want %d", db.opts.MemtableSize, DefaultMemtableSize)
+	}
+	val := make([]byte, 4<<10)
+	key := func(i int) []byte { return fmt.Appendf(nil, "k%08d", i) }
+	i := 0
+	for ; db.Metrics().MemtableBytes < DefaultMemtableSize; i++ {
+		if err := db.Put(key(i), val); err != nil {
+			t.Fatal(err)
+		}
+		if m := db.Metrics(); m.ImmutableMemtables != 0 || m.Flushes != 0 {
+			t.Fatalf("memtable rotated at %d bytes, below the default %d", m.MemtableBytes, DefaultMemtableSize)
+		}
+	}
+	if err := db.Put(key(i), val); err != nil {
+		t.Fatal(err)
+	}
+	if m := db.Metrics(); m.ImmutableMemtables+int(m.Flushes) == 0 || m.MemtableBytes >= DefaultMemtableSize {
+		t.Fatalf("full memtable not rotated: active %d bytes, %d immutable, %d flushes",
+			m.MemtableBytes, m.ImmutableMemtables, m.Flushes)
+	}
+}

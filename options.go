@@ -24,6 +24,12 @@ const (
 // store.
 const defaultObjectReadAhead = 1 << 20
 
+// DefaultMemtableSize is the MemtableSize used when Options leaves it zero:
+// 16 MiB, the smallest size measured that keeps write amplification of
+// random writes near that of larger memtables (docs/benchmarks.md). It was
+// 64 MiB, which cost 250-340 MB of peak RSS on write workloads.
+const DefaultMemtableSize = 16 << 20
+
 // Options configure a database. The zero value of every field means its
 // documented default; Open never modifies the caller's Options.
 type Options struct {
@@ -86,7 +92,14 @@ type Options struct {
 	// --- Memtable and write path ---
 
 	// MemtableSize is the size in bytes at which the active memtable is
-	// frozen and scheduled for flushing. Default: 64 MiB.
+	// frozen and scheduled for flushing. Default: DefaultMemtableSize
+	// (16 MiB). Each memtable costs roughly its size again in Go heap beyond
+	// the row bytes it counts, up to 1 + MaxImmutableMemtables of them are
+	// alive at once, and the garbage collector's headroom (GOGC) doubles
+	// that in peak RSS; a smaller memtable therefore cuts write-path memory
+	// in proportion, but below 16 MiB the extra flushes and level-0
+	// compactions double write amplification with each halving (see
+	// docs/benchmarks.md, "Memtable size: RSS against write amplification").
 	MemtableSize int64
 	// MaxImmutableMemtables is how many frozen memtables may wait for their
 	// flush before writes stall. Default: 2.
@@ -216,7 +229,7 @@ func (o *Options) withDefaults() (*Options, error) {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.MemtableSize == 0 {
-		c.MemtableSize = 64 << 20
+		c.MemtableSize = DefaultMemtableSize
 	}
 	if c.MemtableSize < 0 {
 		return nil, fmt.Errorf("%w: Options.MemtableSize %d is negative", ErrInvalidOptions, c.MemtableSize)

@@ -3,10 +3,21 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/mayflydb/mayfly"
 )
+
+// memtableEnv names an environment variable that, when set, overrides
+// Options.MemtableSize for the Mayfly engine with this many MiB (fractions
+// allowed, e.g. 0.5). It exists only to measure the memtable-size trade
+// (docs/benchmarks.md) without editing code; reported comparisons leave it
+// unset so that Mayfly runs with the library's defaults. It is read by this
+// adapter only, never by the library.
+const memtableEnv = "MAYFLY_BENCH_MEMTABLE_MIB"
 
 type mayflyEngine struct {
 	db  *mayfly.DB
@@ -22,6 +33,13 @@ func (e *mayflyEngine) Open(dir string, cacheBytes int64, bloom int) error {
 	}
 	if cacheBytes <= 0 {
 		o.BlockCacheSize = -1
+	}
+	if v := os.Getenv(memtableEnv); v != "" {
+		mib, err := strconv.ParseFloat(v, 64)
+		if err != nil || mib <= 0 {
+			return fmt.Errorf("bench: %s=%q is not a positive number of MiB", memtableEnv, v)
+		}
+		o.MemtableSize = int64(mib * (1 << 20))
 	}
 	db, err := mayfly.Open(dir, o)
 	if err != nil {

@@ -124,9 +124,10 @@ func main() {
 
 	hwm := procStatus("VmHWM")
 	const mib = 1 << 20
-	budget := int64(64*mib*(1+2) + 64*mib)
-	fmt.Printf("\nPEAK RSS (VmHWM): %.1f MiB; memtable+cache budget %.0f MiB (MemtableSize 64 MiB x (1 + 2 immutable) + BlockCacheSize 64 MiB), ratio %.2f\n",
-		float64(hwm)/mib, float64(budget)/mib, float64(hwm)/float64(budget))
+	const mt = mayfly.DefaultMemtableSize
+	budget := int64(mt*(1+2) + 64*mib)
+	fmt.Printf("\nPEAK RSS (VmHWM): %.1f MiB; memtable+cache budget %.0f MiB (MemtableSize %d MiB x (1 + 2 immutable) + BlockCacheSize 64 MiB), ratio %.2f\n",
+		float64(hwm)/mib, float64(budget)/mib, mt/mib, float64(hwm)/float64(budget))
 	if n != *keys || hits != *reads {
 		log.Fatalf("check failed: scanned %d of %d rows, %d of %d reads hit", n, *keys, hits, *reads)
 	}
