@@ -143,14 +143,14 @@ func (ra *readAhead) grow(maxSize int) {
 // forward says the iterator stepped to it from the block before.
 func (it *Iterator) readBlock(h blockHandle, forward bool) ([]byte, error) {
 	r, ra := it.r, &it.ra
-	if r.raMax <= 0 {
+	if it.raMax <= 0 {
 		return r.dataBlock(h, !it.noFill)
 	}
 	if b, err, ok := it.fromWindow(h); ok {
 		return b, err
 	}
 	if !forward {
-		ra.reset(r.raMax)
+		ra.reset(it.raMax)
 		return r.dataBlock(h, !it.noFill)
 	}
 	if b, ok := r.cachedBlock(h); ok {
@@ -164,10 +164,10 @@ func (it *Iterator) readBlock(h blockHandle, forward bool) ([]byte, error) {
 		w = ra.plan(r, ra.size)
 	}
 	if w == nil || w.handles[0] != h {
-		ra.reset(r.raMax)
+		ra.reset(it.raMax)
 		return r.readDataBlock(h, !it.noFill)
 	}
-	ra.grow(r.raMax)
+	ra.grow(it.raMax)
 	r.fetchWindow(w)
 	ra.cur, ra.next = w, nil
 	return it.take(w, 0)
@@ -223,7 +223,7 @@ func (it *Iterator) prefetch() {
 	if w == nil {
 		return
 	}
-	ra.grow(r.raMax)
+	ra.grow(it.raMax)
 	w.done = make(chan struct{})
 	ra.next = w
 	ra.wg.Add(1)
@@ -242,5 +242,5 @@ func (it *Iterator) closeReadAhead() {
 		testHookCloseWait()
 	}
 	it.ra.wg.Wait()
-	it.ra.reset(it.r.raMax)
+	it.ra.reset(it.raMax)
 }

@@ -425,3 +425,49 @@ func TestReadAheadCompactionIterDoesNotFillCache(t *testing.T) {
 		t.Fatalf("%d reads for %d blocks: the compaction iterator did not read ahead", reads, blocks)
 	}
 }
+
+// TestCompactionReadAheadCap checks that CompactionReadAhead applies to
+// compaction iterators only: negative makes them read block by block while
+// NewIter still reads ahead, zero gives them ReadAhead, and Reset keeps
+// the cap of the iterator's kind.
+func TestCompactionReadAheadCap(t *testing.T) {
+	data, want := raTable(t, SnappyCompression)
+	scan := func(it format.Iterator) {
+		t.Helper()
+		n := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		if err := it.Error(); err != nil || n != len(want) {
+			t.Fatalf("%d rows, err %v; want %d rows", n, err, len(want))
+		}
+	}
+	for _, c := range []struct {
+		comp          int
+		compReadsEach bool // compaction iterators read every block alone
+	}{{-1, true}, {0, false}} {
+		obj := newCountingObject(data)
+		r, err := Open(obj, ReaderOptions{Name: testName, ReadAhead: 256 << 10, CompactionReadAhead: c.comp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj.takeReads()
+		blocks := len(dataHandles(t, r))
+		it := r.NewIter()
+		scan(it)
+		it.Close()
+		if n := len(obj.takeReads()); n >= blocks/4 {
+			t.Fatalf("comp %d: NewIter made %d reads for %d blocks", c.comp, n, blocks)
+		}
+		ci := r.NewCompactionIter()
+		scan(ci)
+		reused := ci.(*Iterator)
+		reused.Reset(r) // still a compaction iterator
+		scan(reused)
+		reused.Close()
+		n := len(obj.takeReads())
+		if c.compReadsEach && n != 2*blocks || !c.compReadsEach && n >= blocks/2 {
+			t.Fatalf("comp %d: two compaction scans made %d reads for %d blocks", c.comp, n, blocks)
+		}
+	}
+}
