@@ -42,6 +42,9 @@ type DB struct {
 	// compactionReadAhead is sstable.ReaderOptions.CompactionReadAhead:
 	// -1 when only iterators read ahead (the local default), else 0.
 	compactionReadAhead int
+	// readAheadAfter is sstable.ReaderOptions.ReadAheadAfter: on a local
+	// directory an iterator reads ahead only once a scan is long.
+	readAheadAfter int
 
 	// Commit pipeline. commitMu is held by the leader of a commit group; it
 	// also guards logWriter, logNum and lastSeq.
@@ -157,6 +160,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 		o.ReadAheadSize, db.compactionReadAhead = defaultLocalReadAhead, -1
 	case o.ReadAheadSize < 0:
 		o.ReadAheadSize = 0
+	}
+	if !remote {
+		db.readAheadAfter = localReadAheadAfter
 	}
 	src := o.Clock
 	if src == nil {

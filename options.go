@@ -28,6 +28,11 @@ const defaultObjectReadAhead = 1 << 20
 // a local directory (compactions do not read ahead there by default).
 const defaultLocalReadAhead = 256 << 10
 
+// localReadAheadAfter is how many data blocks a local iterator reads one by
+// one after a seek before it reads ahead: a short range scan crossing a
+// block or two must not fetch and decode a whole window.
+const localReadAheadAfter = 4
+
 // Options configure a database. The zero value of every field means its
 // documented default; Open never modifies the caller's Options.
 type Options struct {

@@ -44,6 +44,12 @@ type ReaderOptions struct {
 	// NewCompactionIter. Zero means ReadAhead; negative disables
 	// read-ahead for them.
 	CompactionReadAhead int
+	// ReadAheadAfter is how many forward steps from one data block to the
+	// next an iterator makes reading block by block before it starts
+	// reading ahead (counted again after every seek), so that a short
+	// range scan does not fetch and decode a window it will not use. Zero
+	// reads ahead from the first step.
+	ReadAheadAfter int
 }
 
 // Reader reads one table. It is safe for concurrent use.
@@ -60,6 +66,7 @@ type Reader struct {
 	dataEnd uint64 // end of the data blocks: the first metadata block's offset
 	raMax   int    // ReaderOptions.ReadAhead; <= 0 disables read-ahead
 	raComp  int    // the same for compaction iterators
+	raAfter int    // ReaderOptions.ReadAheadAfter
 
 	getPool sync.Pool // *blockIter for Get
 }
@@ -67,7 +74,7 @@ type Reader struct {
 // Open opens a table, reading and verifying its footer, properties, index
 // and filter. On error the caller still owns f.
 func Open(f storage.ObjectReader, opts ReaderOptions) (*Reader, error) {
-	r := &Reader{f: f, name: opts.Name, cache: opts.Cache, size: f.Size(), raMax: opts.ReadAhead, raComp: opts.CompactionReadAhead}
+	r := &Reader{f: f, name: opts.Name, cache: opts.Cache, size: f.Size(), raMax: opts.ReadAhead, raComp: opts.CompactionReadAhead, raAfter: opts.ReadAheadAfter}
 	if r.raComp == 0 {
 		r.raComp = r.raMax
 	}
