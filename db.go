@@ -39,6 +39,12 @@ type DB struct {
 	clock   *clock.Monotonic
 	cache   *sstable.Cache
 	metrics metricsCounters
+	// compactionReadAhead is sstable.ReaderOptions.CompactionReadAhead:
+	// -1 when only iterators read ahead (the local default), else 0.
+	compactionReadAhead int
+	// readAheadAfter is sstable.ReaderOptions.ReadAheadAfter: on a local
+	// directory an iterator reads ahead only once a scan is long.
+	readAheadAfter int
 
 	// Commit pipeline. commitMu is held by the leader of a commit group; it
 	// also guards logWriter, logNum and lastSeq.
@@ -144,10 +150,19 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if o.ObsoleteFileGracePeriod == 0 && remote {
 		o.ObsoleteFileGracePeriod = time.Minute
 	}
-	if o.ReadAheadSize == 0 && remote && o.ObjectCacheDir == "" {
+	switch {
+	case o.ReadAheadSize == 0 && remote && o.ObjectCacheDir == "":
 		o.ReadAheadSize = defaultObjectReadAhead
-	} else if o.ReadAheadSize < 0 {
+	case o.ReadAheadSize == 0 && !remote:
+		// A local scan saves a system call per block and decodes the next
+		// window on another goroutine; compactions keep reading block by
+		// block, so that they hold no windows.
+		o.ReadAheadSize, db.compactionReadAhead = defaultLocalReadAhead, -1
+	case o.ReadAheadSize < 0:
 		o.ReadAheadSize = 0
+	}
+	if !remote {
+		db.readAheadAfter = localReadAheadAfter
 	}
 	src := o.Clock
 	if src == nil {

@@ -37,6 +37,30 @@ type Iterator struct {
 	valueBuf []byte
 	err      error
 	closed   bool
+	// rowsRead counts rows returned but not yet added to the database's
+	// RowsRead metric: adding them in batches keeps a shared atomic
+	// counter out of the per-row path (see flushRowsRead).
+	rowsRead uint64
+}
+
+// rowsReadBatch is how many returned rows an iterator counts locally
+// before adding them to the RowsRead metric.
+const rowsReadBatch = 256
+
+// countRow counts one returned row.
+func (it *Iterator) countRow() {
+	it.rowsRead++
+	if it.rowsRead >= rowsReadBatch {
+		it.flushRowsRead()
+	}
+}
+
+// flushRowsRead adds the locally counted rows to the RowsRead metric.
+func (it *Iterator) flushRowsRead() {
+	if it.rowsRead > 0 {
+		it.db.metrics.rowsRead.Add(it.rowsRead)
+		it.rowsRead = 0
+	}
 }
 
 // NewIter returns an iterator over the database as of now. opts may be nil.
@@ -195,7 +219,7 @@ func (it *Iterator) findNext(skipCurrent bool) bool {
 		}
 		it.value = r.Value
 		it.valid = true
-		it.db.metrics.rowsRead.Add(1)
+		it.countRow()
 		return true
 	}
 	it.err = it.m.Error()
@@ -235,7 +259,7 @@ func (it *Iterator) findPrev() bool {
 	if have {
 		it.value = it.valueBuf
 		it.valid = true
-		it.db.metrics.rowsRead.Add(1)
+		it.countRow()
 	}
 	return have
 }
@@ -259,6 +283,7 @@ func (it *Iterator) Close() error {
 	}
 	it.closed = true
 	it.valid = false
+	it.flushRowsRead()
 	err := it.m.Close()
 	it.rs.release()
 	if it.err != nil {

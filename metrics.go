@@ -67,7 +67,10 @@ type Metrics struct {
 	RowsWritten      uint64 // rows committed (puts and deletes)
 	BatchesCommitted uint64 // batches committed (each Put is one)
 	Gets             uint64 // point lookups served
-	RowsRead         uint64 // live rows returned by Get and iterators
+	// RowsRead counts live rows returned by Get and iterators. An open
+	// iterator adds its rows in batches of up to 256, and the rest when it
+	// is closed.
+	RowsRead uint64
 	// ExpiredOnRead counts rows a read found but hid because they had expired.
 	ExpiredOnRead uint64
 	// BloomNegatives counts table lookups a bloom filter skipped;

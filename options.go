@@ -30,6 +30,15 @@ const defaultObjectReadAhead = 1 << 20
 // 64 MiB, which cost 250-340 MB of peak RSS on write workloads.
 const DefaultMemtableSize = 16 << 20
 
+// defaultLocalReadAhead is Options.ReadAheadSize's default for iterators on
+// a local directory (compactions do not read ahead there by default).
+const defaultLocalReadAhead = 256 << 10
+
+// localReadAheadAfter is how many data blocks a local iterator reads one by
+// one after a seek before it reads ahead: a short range scan crossing a
+// block or two must not fetch and decode a whole window.
+const localReadAheadAfter = 4
+
 // Options configure a database. The zero value of every field means its
 // documented default; Open never modifies the caller's Options.
 type Options struct {
@@ -142,8 +151,10 @@ type Options struct {
 	// 64 KiB, doubling up to ReadAheadSize, instead of one read per block;
 	// point lookups never read ahead. Default (0): 1 MiB when the database
 	// is on an object store without ObjectCacheDir (there every read is an
-	// HTTP request), off on a local directory (where the operating system
-	// reads ahead). Negative disables read-ahead.
+	// HTTP request); on a local directory 256 KiB for iterators (one read
+	// per window instead of one system call per 4 KiB block, and the next
+	// window is decoded on another goroutine) and off for compactions; off
+	// on an object store with ObjectCacheDir. Negative disables read-ahead.
 	ReadAheadSize int
 
 	// --- Compaction (RFC 0004) ---

@@ -21,7 +21,7 @@ func TestReadAheadSizeDefault(t *testing.T) {
 		set    int
 		want   int
 	}{
-		{"local default", false, false, 0, 0},
+		{"local default", false, false, 0, defaultLocalReadAhead},
 		{"local set", false, false, 128 << 10, 128 << 10},
 		{"local negative", false, false, -1, 0},
 		{"object store default", true, false, 0, defaultObjectReadAhead},
@@ -44,6 +44,14 @@ func TestReadAheadSizeDefault(t *testing.T) {
 			defer db.Close()
 			if got := db.opts.ReadAheadSize; got != c.want {
 				t.Fatalf("ReadAheadSize = %d, want %d", got, c.want)
+			}
+			// Only the local default leaves compactions without read-ahead.
+			wantComp := 0
+			if !c.remote && c.set == 0 {
+				wantComp = -1
+			}
+			if db.compactionReadAhead != wantComp {
+				t.Fatalf("compactionReadAhead = %d, want %d", db.compactionReadAhead, wantComp)
 			}
 			if o.ReadAheadSize != c.set {
 				t.Fatalf("Open changed the caller's Options")

@@ -122,8 +122,13 @@ type blockIter struct {
 // init points the iterator at block data (as stored, uncompressed) and
 // checks its restart array.
 func (it *blockIter) init(data []byte, file string, blockOff int64, isIndex bool) error {
-	*it = blockIter{data: data, file: file, blockOff: blockOff, isIndex: isIndex,
-		keyBuf: it.keyBuf[:0], prevEnts: it.prevEnts[:0], prevKeys: it.prevKeys[:0]}
+	// Field by field rather than a whole-struct literal: a scan calls init
+	// once per block, and copying a zeroed struct over this one costs more.
+	it.data, it.file, it.blockOff, it.isIndex = data, file, blockOff, isIndex
+	it.restarts, it.numRestarts, it.off, it.nextOff, it.shared = 0, 0, 0, 0, 0
+	it.key, it.keyInBuf, it.keyBuf = nil, false, it.keyBuf[:0]
+	it.row, it.err = format.Row{}, nil
+	it.prevEnts, it.prevKeys = it.prevEnts[:0], it.prevKeys[:0]
 	if len(data) < 4 {
 		it.err = corruptf(file, blockOff, "block of %d bytes has no restart count", len(data))
 		return it.err
@@ -178,6 +183,18 @@ func uvarintAt(b []byte, p, limit int) (uint64, int) {
 // them with the offset of the key delta; reason is non-empty if corrupt.
 func (it *blockIter) entryHeader(off int) (shared, unshared, vlen uint64, p int, reason string) {
 	data, limit := it.data, it.restarts
+	// Fast path: all three lengths below 128 take one byte each (the
+	// common case for small keys and values).
+	if off >= 0 && off+3 <= limit && limit <= len(data) {
+		h := data[off : off+3 : off+3]
+		if h[0]|h[1]|h[2] < 0x80 {
+			shared, unshared, vlen, p = uint64(h[0]), uint64(h[1]), uint64(h[2]), off+3
+			if unshared > uint64(limit-p) {
+				return 0, 0, 0, 0, "key runs past the block"
+			}
+			return shared, unshared, vlen, p, ""
+		}
+	}
 	if shared, p = uvarintAt(data, off, limit); p < 0 {
 		return 0, 0, 0, 0, "bad shared length"
 	}

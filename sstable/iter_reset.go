@@ -10,10 +10,13 @@ func (it *Iterator) Reset(r *Reader) {
 		it.closeReadAhead()
 	}
 	index, data, seekKey, noFill := it.index, it.data, it.seekKey[:0], it.noFill
-	*it = Iterator{r: r, seekKey: seekKey, noFill: noFill}
+	*it = Iterator{r: r, seekKey: seekKey, noFill: noFill, raMax: r.raMax}
+	if noFill {
+		it.raMax = r.raComp
+	}
 	// blockIter.init keeps these buffers and clears everything else.
 	it.index.keyBuf, it.index.prevEnts, it.index.prevKeys = index.keyBuf, index.prevEnts, index.prevKeys
 	it.data.keyBuf, it.data.prevEnts, it.data.prevKeys = data.keyBuf, data.prevEnts, data.prevKeys
 	r.indexIter(&it.index)
-	it.ra.reset(r.raMax)
+	it.ra.reset(it.raMax)
 }

@@ -37,6 +37,9 @@ type Iterator struct {
 	// noFill is set for a compaction's iterator: blocks it reads are not
 	// added to the cache (see NewCompactionIter).
 	noFill bool
+	// raMax caps read-ahead (the Reader's cap for this kind of iterator);
+	// <= 0 disables it.
+	raMax int
 }
 
 type iterPos uint8
@@ -52,9 +55,9 @@ var _ format.Iterator = (*Iterator)(nil)
 
 // NewIter returns an iterator over the table. It is unpositioned.
 func (r *Reader) NewIter() format.Iterator {
-	it := &Iterator{r: r}
+	it := &Iterator{r: r, raMax: r.raMax}
 	r.indexIter(&it.index)
-	it.ra.reset(r.raMax)
+	it.ra.reset(it.raMax)
 	return it
 }
 
@@ -63,9 +66,9 @@ func (r *Reader) NewIter() format.Iterator {
 // the ones it reads, so a compaction neither evicts the blocks readers use
 // nor keeps the blocks of a table about to be deleted in memory.
 func (r *Reader) NewCompactionIter() format.Iterator {
-	it := &Iterator{r: r, noFill: true}
+	it := &Iterator{r: r, noFill: true, raMax: r.raComp}
 	r.indexIter(&it.index)
-	it.ra.reset(r.raMax)
+	it.ra.reset(it.raMax)
 	return it
 }
 

@@ -14,6 +14,8 @@ package sstable
 //	Next   -> first block of W2 wait for W2 if still in flight; W3 (256 KiB) starts at W2's second block
 //
 // Rules:
+//   - With ReaderOptions.ReadAheadAfter = n, the first n forward steps
+//     after a reset read their blocks alone; windows start at step n+1.
 //   - Windows start at initialReadAhead bytes (or the cap if smaller) and
 //     double with every window up to ReaderOptions.ReadAhead. Loading a
 //     block that is not in a window other than by a forward step (First,
@@ -89,6 +91,7 @@ func (r *Reader) fetchWindow(w *raWindow) {
 // readAhead is an Iterator's read-ahead state.
 type readAhead struct {
 	size    int       // size of the next window
+	steps   int       // forward block steps since the last reset (counted up to ReadAheadAfter)
 	idx     blockIter // at the first index entry not yet in a window
 	planned bool      // idx is positioned (after the last window planned)
 	cur     *raWindow // the window the iterator is in
@@ -100,6 +103,7 @@ type readAhead struct {
 // waits for them) and shrinks the window size back.
 func (ra *readAhead) reset(maxSize int) {
 	ra.size = min(initialReadAhead, maxSize)
+	ra.steps = 0
 	ra.planned, ra.cur, ra.next = false, nil, nil
 }
 
@@ -143,14 +147,20 @@ func (ra *readAhead) grow(maxSize int) {
 // forward says the iterator stepped to it from the block before.
 func (it *Iterator) readBlock(h blockHandle, forward bool) ([]byte, error) {
 	r, ra := it.r, &it.ra
-	if r.raMax <= 0 {
+	if it.raMax <= 0 {
 		return r.dataBlock(h, !it.noFill)
 	}
 	if b, err, ok := it.fromWindow(h); ok {
 		return b, err
 	}
 	if !forward {
-		ra.reset(r.raMax)
+		ra.reset(it.raMax)
+		return r.dataBlock(h, !it.noFill)
+	}
+	if ra.steps < it.r.raAfter {
+		// Not yet a long scan: a short range read should not fetch and
+		// decode a window of blocks it will not reach.
+		ra.steps++
 		return r.dataBlock(h, !it.noFill)
 	}
 	if b, ok := r.cachedBlock(h); ok {
@@ -164,10 +174,10 @@ func (it *Iterator) readBlock(h blockHandle, forward bool) ([]byte, error) {
 		w = ra.plan(r, ra.size)
 	}
 	if w == nil || w.handles[0] != h {
-		ra.reset(r.raMax)
+		ra.reset(it.raMax)
 		return r.readDataBlock(h, !it.noFill)
 	}
-	ra.grow(r.raMax)
+	ra.grow(it.raMax)
 	r.fetchWindow(w)
 	ra.cur, ra.next = w, nil
 	return it.take(w, 0)
@@ -223,7 +233,7 @@ func (it *Iterator) prefetch() {
 	if w == nil {
 		return
 	}
-	ra.grow(r.raMax)
+	ra.grow(it.raMax)
 	w.done = make(chan struct{})
 	ra.next = w
 	ra.wg.Add(1)
@@ -242,5 +252,5 @@ func (it *Iterator) closeReadAhead() {
 		testHookCloseWait()
 	}
 	it.ra.wg.Wait()
-	it.ra.reset(it.r.raMax)
+	it.ra.reset(it.raMax)
 }

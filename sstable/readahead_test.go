@@ -425,3 +425,106 @@ func TestReadAheadCompactionIterDoesNotFillCache(t *testing.T) {
 		t.Fatalf("%d reads for %d blocks: the compaction iterator did not read ahead", reads, blocks)
 	}
 }
+
+// TestCompactionReadAheadCap checks that CompactionReadAhead applies to
+// compaction iterators only: negative makes them read block by block while
+// NewIter still reads ahead, zero gives them ReadAhead, and Reset keeps
+// the cap of the iterator's kind.
+func TestCompactionReadAheadCap(t *testing.T) {
+	data, want := raTable(t, SnappyCompression)
+	scan := func(it format.Iterator) {
+		t.Helper()
+		n := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		if err := it.Error(); err != nil || n != len(want) {
+			t.Fatalf("%d rows, err %v; want %d rows", n, err, len(want))
+		}
+	}
+	for _, c := range []struct {
+		comp          int
+		compReadsEach bool // compaction iterators read every block alone
+	}{{-1, true}, {0, false}} {
+		obj := newCountingObject(data)
+		r, err := Open(obj, ReaderOptions{Name: testName, ReadAhead: 256 << 10, CompactionReadAhead: c.comp})
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj.takeReads()
+		blocks := len(dataHandles(t, r))
+		it := r.NewIter()
+		scan(it)
+		it.Close()
+		if n := len(obj.takeReads()); n >= blocks/4 {
+			t.Fatalf("comp %d: NewIter made %d reads for %d blocks", c.comp, n, blocks)
+		}
+		ci := r.NewCompactionIter()
+		scan(ci)
+		reused := ci.(*Iterator)
+		reused.Reset(r) // still a compaction iterator
+		scan(reused)
+		reused.Close()
+		n := len(obj.takeReads())
+		if c.compReadsEach && n != 2*blocks || !c.compReadsEach && n >= blocks/2 {
+			t.Fatalf("comp %d: two compaction scans made %d reads for %d blocks", c.comp, n, blocks)
+		}
+	}
+}
+
+// TestReadAheadAfter checks that with ReadAheadAfter n a short range scan
+// (a seek and a few block steps) reads its blocks one by one, and a full
+// scan starts reading ahead after n single-block reads.
+func TestReadAheadAfter(t *testing.T) {
+	data, want := raTable(t, SnappyCompression)
+	const after = 4
+	obj := newCountingObject(data)
+	r, err := Open(obj, ReaderOptions{Name: testName, ReadAhead: 256 << 10, ReadAheadAfter: after})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj.takeReads()
+	hs := dataHandles(t, r)
+	it := r.NewIter().(*Iterator)
+	// Seek into block 10, then step forward across `after` block boundaries.
+	var idx blockIter
+	r.indexIter(&idx)
+	for range 10 {
+		idx.next()
+	}
+	idx.next()
+	if !it.SeekGE(idx.row.Key[:len(idx.row.Key)-format.TrailerLen]) {
+		t.Fatal(it.Error())
+	}
+	start := it.dataOff
+	for blocks := 0; blocks <= after; {
+		prev := it.dataOff
+		if !it.Next() {
+			t.Fatal(it.Error())
+		}
+		if it.dataOff != prev {
+			blocks++
+			if blocks == after {
+				break
+			}
+		}
+	}
+	reads := obj.takeReads()
+	for _, rd := range reads {
+		if rd.n > int64(hs[0].length+trailerLen)*2 {
+			t.Fatalf("short scan from block at %d made a read of %d bytes (reads %v)", start, rd.n, reads)
+		}
+	}
+	if len(reads) != 1+after {
+		t.Fatalf("short scan: %d reads, want %d", len(reads), 1+after)
+	}
+	it.Close()
+	// A full scan: after single-block reads, windows.
+	got, err := scanAll(t, r)
+	if err != nil || len(got) != len(want) {
+		t.Fatalf("full scan: %d rows, err %v", len(got), err)
+	}
+	if n := len(obj.takeReads()); n > len(hs)/4 {
+		t.Fatalf("full scan: %d reads for %d blocks", n, len(hs))
+	}
+}

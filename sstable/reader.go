@@ -40,6 +40,16 @@ type ReaderOptions struct {
 	// read-ahead: every data block is then read on its own. Point lookups
 	// (Get) never read ahead.
 	ReadAhead int
+	// CompactionReadAhead is ReadAhead for the iterators of
+	// NewCompactionIter. Zero means ReadAhead; negative disables
+	// read-ahead for them.
+	CompactionReadAhead int
+	// ReadAheadAfter is how many forward steps from one data block to the
+	// next an iterator makes reading block by block before it starts
+	// reading ahead (counted again after every seek), so that a short
+	// range scan does not fetch and decode a window it will not use. Zero
+	// reads ahead from the first step.
+	ReadAheadAfter int
 }
 
 // Reader reads one table. It is safe for concurrent use.
@@ -56,6 +66,8 @@ type Reader struct {
 	filter  *bloom.BloomFilter
 	dataEnd uint64 // end of the data blocks: the first metadata block's offset
 	raMax   int    // ReaderOptions.ReadAhead; <= 0 disables read-ahead
+	raComp  int    // the same for compaction iterators
+	raAfter int    // ReaderOptions.ReadAheadAfter
 
 	getPool sync.Pool // *blockIter for Get
 }
@@ -63,7 +75,10 @@ type Reader struct {
 // Open opens a table, reading and verifying its footer, properties, index
 // and filter. On error the caller still owns f.
 func Open(f storage.ObjectReader, opts ReaderOptions) (*Reader, error) {
-	r := &Reader{f: f, name: opts.Name, cache: opts.Cache, size: f.Size(), raMax: opts.ReadAhead}
+	r := &Reader{f: f, name: opts.Name, cache: opts.Cache, size: f.Size(), raMax: opts.ReadAhead, raComp: opts.CompactionReadAhead, raAfter: opts.ReadAheadAfter}
+	if r.raComp == 0 {
+		r.raComp = r.raMax
+	}
 	if r.cache != nil {
 		r.cacheID = opts.FileNum
 		if r.cacheID == 0 {
@@ -164,12 +179,26 @@ func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 	if !h.within(uint64(r.size - FooterLen)) {
 		return nil, corruptf(r.name, int64(h.offset), "%s block handle %d+%d outside the file", kind, h.offset, h.length)
 	}
-	buf := make([]byte, h.length+trailerLen)
+	// The stored bytes go through a pooled buffer: a compressed block is
+	// decoded into a fresh one, so the buffer is garbage once decoded, and
+	// an uncompressed block is copied out of it (decodeBlock with copyRaw).
+	// A scan thus allocates each block once instead of twice.
+	size := int(h.length + trailerLen)
+	bp, _ := rawBufPool.Get().(*[]byte)
+	if bp == nil || cap(*bp) < size {
+		bp = new([]byte)
+		*bp = make([]byte, size)
+	}
+	buf := (*bp)[:size]
+	defer rawBufPool.Put(bp)
 	if err := r.readAt(buf, int64(h.offset)); err != nil {
 		return nil, err
 	}
-	return r.decodeBlock(buf, h, kind, false)
+	return r.decodeBlock(buf, h, kind, true)
 }
+
+// rawBufPool holds buffers for the stored bytes of blocks being read.
+var rawBufPool sync.Pool
 
 // decodeBlock verifies the trailer of the block at h, whose stored bytes
 // and trailer are buf, and returns its decoded bytes. An uncompressed block

@@ -2,6 +2,8 @@
 package merge
 
 import (
+	"bytes"
+
 	"github.com/mayflydb/mayfly/format"
 )
 
@@ -11,42 +13,60 @@ import (
 // current row, so Next after Prev (and the reverse) is exact.
 //
 // Children must not yield two rows with the same user key and sequence number.
+//
+// The heap keeps each valid child's current row beside it, fetched once
+// after every move of that child, so that a comparison reads two rows
+// without calling into the children.
 type Iterator struct {
-	children []format.Iterator
-	heap     []int // indices of valid children; heap[0] is the current one
+	children []child
+	heap     []*child // the valid children; heap[0] is the current one
 	forward  bool
 	err      error
 	curKey   []byte
 }
 
-// New returns a merging iterator over children. Closing it closes them.
-func New(children ...format.Iterator) *Iterator {
-	return &Iterator{children: children, heap: make([]int, 0, len(children))}
+// child is one input of the merge and its current row (valid while the
+// child is in the heap).
+type child struct {
+	it  format.Iterator
+	row *format.Row
 }
 
-func (m *Iterator) less(i, j int) bool {
-	c := format.CompareRows(m.children[m.heap[i]].Row(), m.children[m.heap[j]].Row())
-	if m.forward {
-		return c < 0
+// New returns a merging iterator over children. Closing it closes them.
+func New(children ...format.Iterator) *Iterator {
+	m := &Iterator{children: make([]child, len(children)), heap: make([]*child, 0, len(children))}
+	for i, c := range children {
+		m.children[i].it = c
 	}
-	return c > 0
+	return m
+}
+
+// less reports whether a's row comes before b's in the direction of travel.
+func (m *Iterator) less(a, b *child) bool {
+	ra, rb := a.row, b.row
+	if c := bytes.Compare(ra.Key, rb.Key); c != 0 {
+		return (c < 0) == m.forward
+	}
+	// Newer versions (higher sequence numbers) come first going forward.
+	return (ra.Seq > rb.Seq) == m.forward
 }
 
 func (m *Iterator) down(i int) {
-	n := len(m.heap)
+	h := m.heap
+	n := len(h)
 	for {
 		l := 2*i + 1
 		if l >= n {
 			return
 		}
 		j := l
-		if r := l + 1; r < n && m.less(r, l) {
+		if r := l + 1; r < n && m.less(h[r], h[l]) {
 			j = r
 		}
-		if !m.less(j, i) {
+		if !m.less(h[j], h[i]) {
 			return
 		}
-		m.heap[i], m.heap[j] = m.heap[j], m.heap[i]
+		h[i], h[j] = h[j], h[i]
 		i = j
 	}
 }
@@ -54,10 +74,12 @@ func (m *Iterator) down(i int) {
 func (m *Iterator) init(forward bool) bool {
 	m.forward = forward
 	m.heap = m.heap[:0]
-	for i, c := range m.children {
-		if c.Valid() {
-			m.heap = append(m.heap, i)
-		} else if err := c.Error(); err != nil {
+	for i := range m.children {
+		c := &m.children[i]
+		if c.it.Valid() {
+			c.row = c.it.Row()
+			m.heap = append(m.heap, c)
+		} else if err := c.it.Error(); err != nil {
 			m.err = err
 		}
 	}
@@ -75,7 +97,7 @@ func (m *Iterator) init(forward bool) bool {
 func (m *Iterator) SeekGE(key []byte) bool {
 	m.err = nil
 	for _, c := range m.children {
-		c.SeekGE(key)
+		c.it.SeekGE(key)
 	}
 	return m.init(true)
 }
@@ -84,7 +106,7 @@ func (m *Iterator) SeekGE(key []byte) bool {
 func (m *Iterator) SeekLT(key []byte) bool {
 	m.err = nil
 	for _, c := range m.children {
-		c.SeekLT(key)
+		c.it.SeekLT(key)
 	}
 	return m.init(false)
 }
@@ -93,7 +115,7 @@ func (m *Iterator) SeekLT(key []byte) bool {
 func (m *Iterator) First() bool {
 	m.err = nil
 	for _, c := range m.children {
-		c.First()
+		c.it.First()
 	}
 	return m.init(true)
 }
@@ -102,34 +124,39 @@ func (m *Iterator) First() bool {
 func (m *Iterator) Last() bool {
 	m.err = nil
 	for _, c := range m.children {
-		c.Last()
+		c.it.Last()
 	}
 	return m.init(false)
 }
 
 // step advances the current child (Next or Prev) and restores the heap.
 func (m *Iterator) step(next bool) bool {
-	top := m.children[m.heap[0]]
+	top := m.heap[0]
 	var ok bool
 	if next {
-		ok = top.Next()
+		ok = top.it.Next()
 	} else {
-		ok = top.Prev()
+		ok = top.it.Prev()
 	}
-	if !ok {
-		if err := top.Error(); err != nil {
-			m.err = err
-			m.heap = m.heap[:0]
-			return false
+	if ok {
+		top.row = top.it.Row()
+		if len(m.heap) > 1 {
+			m.down(0)
 		}
-		last := len(m.heap) - 1
-		m.heap[0] = m.heap[last]
-		m.heap = m.heap[:last]
+		return true
 	}
-	if len(m.heap) > 0 {
+	if err := top.it.Error(); err != nil {
+		m.err = err
+		m.heap = m.heap[:0]
+		return false
+	}
+	last := len(m.heap) - 1
+	m.heap[0] = m.heap[last]
+	m.heap = m.heap[:last]
+	if last > 1 {
 		m.down(0)
 	}
-	return len(m.heap) > 0
+	return last > 0
 }
 
 // Next moves to the following row.
@@ -163,34 +190,35 @@ func (m *Iterator) Prev() bool {
 // travel on its last row before it. The current child stays where it is, so
 // the following step moves it.
 func (m *Iterator) switchDirection(forward bool) bool {
-	curIdx := m.heap[0]
-	cur := m.children[curIdx].Row()
-	m.curKey = append(m.curKey[:0], cur.Key...)
-	curRow := format.Row{Key: m.curKey, Seq: cur.Seq}
+	top := m.heap[0]
+	m.curKey = append(m.curKey[:0], top.row.Key...)
+	curRow := format.Row{Key: m.curKey, Seq: top.row.Seq}
 	m.heap = m.heap[:0]
-	m.heap = append(m.heap, curIdx)
-	for i, c := range m.children {
-		if i == curIdx {
+	m.heap = append(m.heap, top)
+	for i := range m.children {
+		c := &m.children[i]
+		if c == top {
 			continue
 		}
-		ok := c.SeekGE(curRow.Key)
+		ok := c.it.SeekGE(curRow.Key)
 		if forward {
-			for ok && format.CompareRows(c.Row(), &curRow) <= 0 {
-				ok = c.Next()
+			for ok && format.CompareRows(c.it.Row(), &curRow) <= 0 {
+				ok = c.it.Next()
 			}
 		} else {
-			for ok && format.CompareRows(c.Row(), &curRow) < 0 {
-				ok = c.Next()
+			for ok && format.CompareRows(c.it.Row(), &curRow) < 0 {
+				ok = c.it.Next()
 			}
 			if ok {
-				ok = c.Prev()
-			} else if c.Error() == nil {
-				ok = c.Last()
+				ok = c.it.Prev()
+			} else if c.it.Error() == nil {
+				ok = c.it.Last()
 			}
 		}
 		if ok {
-			m.heap = append(m.heap, i)
-		} else if err := c.Error(); err != nil {
+			c.row = c.it.Row()
+			m.heap = append(m.heap, c)
+		} else if err := c.it.Error(); err != nil {
 			m.err = err
 			m.heap = m.heap[:0]
 			return false
@@ -210,7 +238,7 @@ func (m *Iterator) switchDirection(forward bool) bool {
 func (m *Iterator) Valid() bool { return m.err == nil && len(m.heap) > 0 }
 
 // Row returns the current row.
-func (m *Iterator) Row() *format.Row { return m.children[m.heap[0]].Row() }
+func (m *Iterator) Row() *format.Row { return m.heap[0].row }
 
 // Error returns the first error met by any child.
 func (m *Iterator) Error() error { return m.err }
@@ -219,7 +247,7 @@ func (m *Iterator) Error() error { return m.err }
 func (m *Iterator) Close() error {
 	err := m.err
 	for _, c := range m.children {
-		if cerr := c.Close(); err == nil {
+		if cerr := c.it.Close(); err == nil {
 			err = cerr
 		}
 	}
