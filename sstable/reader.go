@@ -174,31 +174,44 @@ func (r *Reader) readErr(off int64, err error) error {
 }
 
 // readBlock reads the block at h, verifies its trailer and returns its
-// decoded bytes, in a buffer of its own.
+// decoded bytes, in an allocation of their own sized to the block. The
+// stored bytes go through a pooled buffer (a compressed block is decoded
+// into a fresh one, an uncompressed one copied out), so a block read
+// allocates once; blocks larger than maxPooledReadBuf are read into a
+// buffer of their own instead, so the pool never keeps a huge one.
 func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 	if !h.within(uint64(r.size - FooterLen)) {
 		return nil, corruptf(r.name, int64(h.offset), "%s block handle %d+%d outside the file", kind, h.offset, h.length)
 	}
-	// The stored bytes go through a pooled buffer: a compressed block is
-	// decoded into a fresh one, so the buffer is garbage once decoded, and
-	// an uncompressed block is copied out of it (decodeBlock with copyRaw).
-	// A scan thus allocates each block once instead of twice.
-	size := int(h.length + trailerLen)
-	bp, _ := rawBufPool.Get().(*[]byte)
-	if bp == nil || cap(*bp) < size {
-		bp = new([]byte)
-		*bp = make([]byte, size)
+	n := int(h.length + trailerLen)
+	if n > maxPooledReadBuf {
+		buf := make([]byte, n)
+		if err := r.readAt(buf, int64(h.offset)); err != nil {
+			return nil, err
+		}
+		return r.decodeBlock(buf, h, kind, false)
 	}
-	buf := (*bp)[:size]
-	defer rawBufPool.Put(bp)
+	bp, _ := readBufPool.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	if cap(*bp) < n {
+		*bp = make([]byte, n)
+	}
+	buf := (*bp)[:n]
+	defer readBufPool.Put(bp)
 	if err := r.readAt(buf, int64(h.offset)); err != nil {
 		return nil, err
 	}
 	return r.decodeBlock(buf, h, kind, true)
 }
 
-// rawBufPool holds buffers for the stored bytes of blocks being read.
-var rawBufPool sync.Pool
+// readBufPool recycles the buffers blocks are read into before they are
+// decompressed (or, uncompressed, copied out).
+var readBufPool sync.Pool // *[]byte
+
+// maxPooledReadBuf bounds the read buffers kept for reuse.
+const maxPooledReadBuf = 256 << 10
 
 // decodeBlock verifies the trailer of the block at h, whose stored bytes
 // and trailer are buf, and returns its decoded bytes. An uncompressed block
@@ -240,44 +253,11 @@ func (r *Reader) cacheBlock(h blockHandle, b []byte) []byte {
 // with fill caches it.
 func (r *Reader) readDataBlock(h blockHandle, fill bool) ([]byte, error) {
 	if !fill || r.cache == nil || r.cache.c == nil {
-		return r.readOwnedBlock(h, "data")
+		return r.readBlock(h, "data")
 	}
 	return r.cache.load(cacheKey{id: r.cacheID, off: h.offset}, func() ([]byte, error) {
-		return r.readOwnedBlock(h, "data")
+		return r.readBlock(h, "data")
 	})
-}
-
-// readBufPool recycles the buffers data blocks are read into before they
-// are decompressed (or, uncompressed, copied out).
-var readBufPool sync.Pool // *[]byte
-
-// maxPooledReadBuf bounds the read buffers kept for reuse.
-const maxPooledReadBuf = 256 << 10
-
-// readOwnedBlock is readBlock for a data block: it reads through a pooled
-// buffer and returns decoded bytes in an allocation of their own, sized to
-// the block, so a miss allocates once.
-func (r *Reader) readOwnedBlock(h blockHandle, kind string) ([]byte, error) {
-	if !h.within(uint64(r.size - FooterLen)) {
-		return nil, corruptf(r.name, int64(h.offset), "%s block handle %d+%d outside the file", kind, h.offset, h.length)
-	}
-	n := int(h.length + trailerLen)
-	if n > maxPooledReadBuf {
-		return r.readBlock(h, kind)
-	}
-	bp, _ := readBufPool.Get().(*[]byte)
-	if bp == nil {
-		bp = new([]byte)
-	}
-	if cap(*bp) < n {
-		*bp = make([]byte, n)
-	}
-	buf := (*bp)[:n]
-	defer readBufPool.Put(bp)
-	if err := r.readAt(buf, int64(h.offset)); err != nil {
-		return nil, err
-	}
-	return r.decodeBlock(buf, h, kind, true)
 }
 
 // Properties returns the table's properties; the caller must not modify them.
