@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -154,14 +155,40 @@ func (l *Local) Create(name string) (ObjectWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &localObjectWriter{f: f, final: l.path(name)}, nil
+	bw, _ := objectBufPool.Get().(*bufio.Writer)
+	if bw == nil {
+		bw = bufio.NewWriterSize(f, objectWriteBuf)
+	} else {
+		bw.Reset(f)
+	}
+	return &localObjectWriter{f: f, bw: bw, final: l.path(name)}, nil
 }
+
+// objectWriteBuf is how many bytes a local object writer gathers before
+// it writes them to its file: an SSTable is written one ~4 KiB block at a
+// time, and a write system call per block cost a flush a quarter of its
+// CPU time.
+const objectWriteBuf = 256 << 10
+
+// objectBufPool recycles the write buffers of finished object writers.
+var objectBufPool sync.Pool // *bufio.Writer
 
 type localObjectWriter struct {
 	f     *os.File
+	bw    *bufio.Writer // nil after Commit or Abort
 	final string
 	done  bool
 	err   error // first write error; Commit refuses after one
+}
+
+// releaseBuf returns the write buffer to the pool; buffered bytes not yet
+// written are dropped.
+func (w *localObjectWriter) releaseBuf() {
+	if w.bw != nil {
+		w.bw.Reset(nil)
+		objectBufPool.Put(w.bw)
+		w.bw = nil
+	}
 }
 
 func (w *localObjectWriter) Write(p []byte) (int, error) {
@@ -171,7 +198,7 @@ func (w *localObjectWriter) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
-	n, err := w.f.Write(p)
+	n, err := w.bw.Write(p)
 	if err != nil {
 		w.err = fmt.Errorf("mayfly/storage: write %s: %w", w.f.Name(), err)
 		return n, w.err
@@ -190,6 +217,12 @@ func (w *localObjectWriter) Commit() error {
 		os.Remove(tmp)
 		return err
 	}
+	if w.err == nil {
+		if err := w.bw.Flush(); err != nil {
+			w.err = fmt.Errorf("mayfly/storage: write %s: %w", tmp, err)
+		}
+	}
+	w.releaseBuf()
 	if w.err != nil {
 		return fail(w.err)
 	}
@@ -212,6 +245,7 @@ func (w *localObjectWriter) Abort() error {
 		return nil
 	}
 	w.done = true
+	w.releaseBuf()
 	tmp := w.f.Name()
 	w.f.Close()
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
