@@ -25,10 +25,14 @@ const (
 const defaultObjectReadAhead = 1 << 20
 
 // DefaultMemtableSize is the MemtableSize used when Options leaves it zero:
-// 16 MiB, the smallest size measured that keeps write amplification of
-// random writes near that of larger memtables (docs/benchmarks.md). It was
-// 64 MiB, which cost 250-340 MB of peak RSS on write workloads.
-const DefaultMemtableSize = 16 << 20
+// 64 MiB. Smaller memtables cut peak RSS (16 MiB: about half) but, measured
+// in docs/benchmarks.md ("Memtable size"), they slow bulk and sequential
+// loads and, worse for TTL data, flush short-lived rows into level-0 tables
+// that are compacted into the base level before they expire instead of
+// being dropped whole (TTL churn space amplification 1.26 at 64 MiB, 1.69 at
+// 32, 1.42 at 16). Services that must bound memory more than disk can set
+// 16 MiB.
+const DefaultMemtableSize = 64 << 20
 
 // defaultLocalReadAhead is Options.ReadAheadSize's default for iterators on
 // a local directory (compactions do not read ahead there by default).
@@ -102,13 +106,14 @@ type Options struct {
 
 	// MemtableSize is the size in bytes at which the active memtable is
 	// frozen and scheduled for flushing. Default: DefaultMemtableSize
-	// (16 MiB). Each memtable costs roughly its size again in Go heap beyond
+	// (64 MiB). Each memtable costs roughly its size again in Go heap beyond
 	// the row bytes it counts, up to 1 + MaxImmutableMemtables of them are
 	// alive at once, and the garbage collector's headroom (GOGC) doubles
 	// that in peak RSS; a smaller memtable therefore cuts write-path memory
-	// in proportion, but below 16 MiB the extra flushes and level-0
-	// compactions double write amplification with each halving (see
-	// docs/benchmarks.md, "Memtable size: RSS against write amplification").
+	// in proportion, at the price of more level-0 compactions (below 16 MiB
+	// write amplification doubles with each halving) and of short-lived
+	// rows compacted before they expire (see docs/benchmarks.md, "Memtable
+	// size: RSS against write amplification").
 	MemtableSize int64
 	// MaxImmutableMemtables is how many frozen memtables may wait for their
 	// flush before writes stall. Default: 2.
