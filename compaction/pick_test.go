@@ -70,3 +70,49 @@ func TestPickAutoTTLTables(t *testing.T) {
 		})
 	}
 }
+
+// TestL0ByteScore: level-0 tables under the file-count threshold but over
+// the base level's byte target are compacted into the base level (a bulk
+// load into large memtables), unless they are short-lived TTL tables that
+// will soon be dropped whole; the file count still applies to those.
+func TestL0ByteScore(t *testing.T) {
+	const now = 10_000_000
+	o := testPickerOpts // LBaseMaxBytes 1 MiB, threshold 4, periodic 1 h
+	big := func(num uint64, ttl bool, life int64) *Table {
+		m := &manifest.FileMeta{Num: num, Size: 600 << 10, NumRows: 1000, CreationTime: now}
+		if ttl {
+			m.NumTTLRows, m.TTLBytes = 1000, 600<<10
+			m.MinExpireTS, m.MaxExpireTS = now+life/2, now+life
+		}
+		return &Table{Meta: m, Smallest: []byte("a"), Largest: []byte("z")}
+	}
+	env := &Env{Now: now}
+	cases := []struct {
+		name   string
+		tables []*Table
+		wantL0 bool
+	}{
+		{"one table under the byte target", []*Table{big(1, false, 0)}, false},
+		{"two tables over the byte target", []*Table{big(2, false, 0), big(1, false, 0)}, true},
+		{"short-lived TTL tables wait for their drop", []*Table{big(2, true, 5_000), big(1, true, 5_000)}, false},
+		{"long-lived TTL tables count", []*Table{big(2, true, 7_200_000), big(1, true, 7_200_000)}, true},
+		{"short-lived tables still count by number", []*Table{big(4, true, 5_000), big(3, true, 5_000), big(2, true, 5_000), big(1, true, 5_000)}, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var v Levels
+			v[0] = c.tables
+			s := Scores(&v, &o)
+			if got := s[0] >= 1; got != c.wantL0 {
+				t.Fatalf("L0 score %.2f, want >= 1: %v", s[0], c.wantL0)
+			}
+			p := PickAuto(&v, &o, env)
+			if c.wantL0 && (p == nil || p.Kind != KindL0) {
+				t.Fatalf("picked %+v, want an L0 compaction", p)
+			}
+			if !c.wantL0 && p != nil && p.Kind == KindL0 {
+				t.Fatalf("picked an L0 compaction with score %.2f", s[0])
+			}
+		})
+	}
+}

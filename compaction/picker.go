@@ -148,19 +148,33 @@ func Targets(v *Levels, o *PickerOptions) (targets [NumLevels]int64, base int) {
 	return targets, base
 }
 
-// Scores returns each level's compaction score (L0: file count over the
-// threshold; Ln: bytes over target; the bottom level: 0). Tables being
-// compacted do not count.
+// Scores returns each level's compaction score (L0: the larger of file
+// count over the threshold and bytes over LBaseMaxBytes; Ln: bytes over
+// target; the bottom level: 0). Tables being compacted do not count, nor do
+// short-lived level-0 tables (shortLived) toward level 0's bytes.
+//
+// Level 0's byte score matters after a bulk load into large memtables: a
+// few level-0 tables, each spanning the whole key space, stay under the
+// file-count threshold indefinitely, and every seek and scan then merges all
+// of them. Counting their bytes against the base level's target moves them
+// into sorted levels instead.
 func Scores(v *Levels, o *PickerOptions) [NumLevels]float64 {
 	var s [NumLevels]float64
 	targets, _ := Targets(v, o)
 	n := 0
+	var l0Bytes int64
 	for _, t := range v[0] {
 		if !t.Compacting {
 			n++
+			if !shortLived(t.Meta, o) {
+				l0Bytes += int64(t.Meta.Size)
+			}
 		}
 	}
 	s[0] = float64(n) / float64(max(o.L0CompactionThreshold, 1))
+	if o.LBaseMaxBytes > 0 {
+		s[0] = max(s[0], float64(l0Bytes)/float64(o.LBaseMaxBytes))
+	}
 	for l := 1; l < Bottom; l++ {
 		if targets[l] == 0 {
 			continue
@@ -174,6 +188,19 @@ func Scores(v *Levels, o *PickerOptions) [NumLevels]float64 {
 		s[l] = float64(b) / float64(targets[l])
 	}
 	return s
+}
+
+// shortLived reports whether every row of table m carries a TTL and the
+// last of them expires within the periodic compaction interval of the
+// table's creation (within an hour when periodic compaction is off): the
+// whole table will soon be dropped without a rewrite, so its bytes are left
+// out of level 0's size score. Its file count still counts.
+func shortLived(m *manifest.FileMeta, o *PickerOptions) bool {
+	horizon := o.PeriodicIntervalMillis
+	if horizon <= 0 {
+		horizon = 3_600_000
+	}
+	return m.NumRows > 0 && m.NumTTLRows == m.NumRows && m.MaxExpireTS-m.CreationTime <= horizon
 }
 
 // ExpiredBytes estimates how many of t's bytes have expired at now, from
