@@ -223,21 +223,7 @@ func (it *blockIter) decodeAt(off int) bool {
 	if shared > uint64(len(it.key)) {
 		return it.corrupt(off, "shared prefix longer than the previous key")
 	}
-	delta := it.data[p : p+int(unshared)]
-	if shared == 0 {
-		it.key = delta
-		it.keyInBuf = false
-	} else {
-		if !it.keyInBuf {
-			it.keyBuf = append(it.keyBuf[:0], it.key[:shared]...)
-			it.keyInBuf = true
-		} else {
-			it.keyBuf = it.keyBuf[:shared]
-		}
-		it.keyBuf = append(it.keyBuf, delta...)
-		it.key = it.keyBuf
-	}
-	it.shared = int(shared)
+	it.setKey(int(shared), it.data[p:p+int(unshared)])
 	return it.finishEntry(off, p+int(unshared), vlen)
 }
 
