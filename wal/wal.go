@@ -123,9 +123,10 @@ func RecordLen(n int) int { return RecordHeaderSize + n }
 // maxPending bounds the bytes appended but not yet handed to the log; an
 // Append beyond it waits for the flusher. Each Writer has two such buffers
 // (one filling while the flusher writes the other), so this bounds the WAL's
-// share of the heap at about 2*maxPending (plus any single larger write). One MiB per system call already
-// amortises the call; a larger bound only let a burst of batches (fillbatch)
-// grow both buffers to 4 MiB and more, with no gain in throughput.
+// share of the heap at about 2*maxPending (plus any single larger write).
+// One MiB per system call already amortises the call; a larger bound only
+// let a burst of batches (fillbatch) grow both buffers to 4 MiB and more,
+// with no gain in throughput.
 const maxPending = 1 << 20
 
 // Writer appends records to one segment. Appended records are handed to the
