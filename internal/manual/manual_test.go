@@ -1,0 +1,40 @@
+package manual
+
+import "testing"
+
+func TestNewFree(t *testing.T) {
+	b0, n0 := Allocated()
+	bufs := make([][]byte, 0, 8)
+	for _, n := range []int{1, 4096, 4097, 1 << 20} {
+		b := New(n)
+		if len(b) != n || cap(b) != n {
+			t.Fatalf("New(%d): len %d cap %d", n, len(b), cap(b))
+		}
+		for i := range b {
+			if b[i] != 0 {
+				t.Fatalf("New(%d): byte %d is %d, want 0", n, i, b[i])
+			}
+		}
+		b[0], b[n-1] = 1, 2 // writable at both ends
+		bufs = append(bufs, b)
+	}
+	if b, n := Allocated(); b-b0 != 1+4096+4097+1<<20 || n-n0 != 4 {
+		t.Fatalf("Allocated after 4 New = %d bytes, %d buffers (from %d, %d)", b, n, b0, n0)
+	}
+	for _, b := range bufs {
+		Free(b[:1]) // a reslice from the first byte frees the whole buffer
+	}
+	Free(nil)
+	if b, n := Allocated(); b != b0 || n != n0 {
+		t.Fatalf("Allocated after Free = %d bytes, %d buffers, want %d, %d", b, n, b0, n0)
+	}
+}
+
+func TestNewRejectsNonPositive(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("New(0) did not panic")
+		}
+	}()
+	New(0)
+}
