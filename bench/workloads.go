@@ -403,31 +403,27 @@ func (r *runner) ttlChurn(res *Result) (int64, time.Duration, error) {
 	var samples []Sample
 	var wg sync.WaitGroup
 	start := time.Now()
-	// putsAt[s] = puts completed by second s, to derive live bytes.
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		tk := time.NewTicker(time.Second)
 		defer tk.Stop()
-		var history []Sample
+		history := []Sample{{T: 0, Puts: 0}} // the start, for interpolation
 		for {
 			select {
 			case <-done:
-				samples = history
+				samples = history[1:]
 				return
-			case now := <-tk.C:
-				t := now.Sub(start).Seconds()
+			case <-tk.C:
 				n := puts.Load()
+				t := time.Since(start).Seconds() // when n was read
 				s := Sample{T: t, Puts: n, DiskBytes: DirBytes(dirOf(r.e))}
-				// live = puts within the last TTL (approximated from the
-				// samples one TTL ago).
-				older := int64(0)
-				for _, h := range history {
-					if h.T <= t-r.p.TTL.Seconds() {
-						older = h.Puts
-					}
-				}
-				s.LiveBytes = (n - older) * rowBytes
+				// live = puts within the last TTL: n minus the puts
+				// completed one TTL ago, interpolated between the two
+				// samples around that moment (ticks jitter, so "the last
+				// sample at or before t-TTL" can be one TTL plus a second
+				// ago and overstate live bytes by a second of writes).
+				s.LiveBytes = (n - putsAt(history, t-r.p.TTL.Seconds())) * rowBytes
 				history = append(history, s)
 				if bg, ok := r.e.(*badgerEngine); ok && int(t)%10 == 0 {
 					go bg.ValueLogGC() // as a Badger application must
@@ -474,6 +470,27 @@ func (r *runner) ttlChurn(res *Result) (int64, time.Duration, error) {
 		res.Extra = map[string]float64{"steady_disk_bytes": disk / float64(cnt), "steady_live_bytes": live / float64(cnt)}
 	}
 	return int64(i), d, err
+}
+
+// putsAt returns the number of puts completed at time t (seconds from the
+// start), interpolated linearly between the samples of history (in time
+// order, starting at {0, 0}) around t; 0 before the start, the last sample's
+// count after it.
+func putsAt(history []Sample, t float64) int64 {
+	if t <= 0 {
+		return 0
+	}
+	for i := 1; i < len(history); i++ {
+		a, b := history[i-1], history[i]
+		if t <= b.T {
+			if b.T <= a.T {
+				return b.Puts
+			}
+			f := (t - a.T) / (b.T - a.T)
+			return a.Puts + int64(f*float64(b.Puts-a.Puts))
+		}
+	}
+	return history[len(history)-1].Puts
 }
 
 // binaryKey writes a 16-byte key from a 64-bit hash: 16 hex digits.
