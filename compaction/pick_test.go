@@ -74,7 +74,9 @@ func TestPickAutoTTLTables(t *testing.T) {
 // TestL0ByteScore: level-0 tables under the file-count threshold but over
 // the base level's byte target are compacted into the base level (a bulk
 // load into large memtables), unless they are short-lived TTL tables that
-// will soon be dropped whole; the file count still applies to those.
+// will soon be dropped whole; the file count still applies to those, at
+// ShortLivedL0Limit (here, with no slowdown threshold, the plain threshold:
+// TestL0FileCountShortLived covers the default limit).
 func TestL0ByteScore(t *testing.T) {
 	const now = 10_000_000
 	o := testPickerOpts // LBaseMaxBytes 1 MiB, threshold 4, periodic 1 h
