@@ -25,8 +25,9 @@ const compactionCheckPeriod = time.Second
 func (db *DB) maybeScheduleCompaction() { db.kickCompaction() }
 
 // compactionLoop schedules background compactions: on every kick (a flush,
-// a finished compaction, a clock advance, a timer tick) it starts as many
-// compactions as the picker finds and the concurrency limit allows.
+// a finished compaction, a clock advance, a timer tick, the next table
+// expiring whole) it starts as many compactions as the picker finds and the
+// concurrency limit allows.
 func (db *DB) compactionLoop() {
 	defer db.bgDone.Done()
 	var g errgroup.Group
@@ -38,6 +39,16 @@ func (db *DB) compactionLoop() {
 	if n, ok := db.opts.Clock.(interface{ Notify() <-chan struct{} }); ok {
 		advanced = n.Notify()
 	}
+	// A clock that notifies its advances wakes the loop at every expiry
+	// already; any other gets a timer for the next whole-table expiry.
+	var dropTimer *time.Timer
+	var dropDue <-chan time.Time
+	if advanced == nil {
+		dropTimer = time.NewTimer(time.Hour)
+		dropTimer.Stop()
+		defer dropTimer.Stop()
+		dropDue = dropTimer.C
+	}
 	for {
 		select {
 		case <-db.closing:
@@ -46,9 +57,33 @@ func (db *DB) compactionLoop() {
 		case <-ticker.C:
 			db.sweepGraceDeletes()
 		case <-advanced:
+		case <-dropDue:
 		}
 		db.scheduleCompactions(&g)
+		if dropTimer != nil {
+			if d, ok := db.nextDropWait(); ok {
+				dropTimer.Reset(d)
+			} else {
+				dropTimer.Stop()
+			}
+		}
 	}
+}
+
+// nextDropWait returns how long, by the DB's clock, until the next table
+// becomes all expired and may be dropped whole (compaction.NextDropTS).
+// Without it a drop would wait for the next flush, compaction or the 1 s
+// tick, and under a short-TTL stream that wait is table bytes on disk
+// (RFC 0004, "Scores and picking").
+func (db *DB) nextDropWait() (time.Duration, bool) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed || db.current == nil {
+		return 0, false
+	}
+	now := db.clock.NowMillis()
+	ts, ok := compaction.NextDropTS(db.pickerLevels(), now)
+	return time.Duration(ts-now) * time.Millisecond, ok
 }
 
 // scheduleCompactions starts background compactions until the picker has
@@ -177,11 +212,12 @@ func (db *DB) pickerLevels() *compaction.Levels {
 
 func (db *DB) pickerOpts() *compaction.PickerOptions {
 	return &compaction.PickerOptions{
-		L0CompactionThreshold:  db.opts.L0CompactionThreshold,
-		LBaseMaxBytes:          db.opts.LBaseMaxBytes,
-		LevelSizeRatio:         db.opts.LevelSizeRatio,
-		ExpiredBytesRatio:      db.opts.ExpiredBytesRatio,
-		PeriodicIntervalMillis: db.opts.PeriodicCompactionInterval.Milliseconds(),
+		L0CompactionThreshold:     db.opts.L0CompactionThreshold,
+		L0SlowdownWritesThreshold: db.opts.L0SlowdownWritesThreshold,
+		LBaseMaxBytes:             db.opts.LBaseMaxBytes,
+		LevelSizeRatio:            db.opts.LevelSizeRatio,
+		ExpiredBytesRatio:         db.opts.ExpiredBytesRatio,
+		PeriodicIntervalMillis:    db.opts.PeriodicCompactionInterval.Milliseconds(),
 	}
 }
 

@@ -311,3 +311,43 @@ func TestWholeFileDropAndLevels(t *testing.T) {
 	}
 	mustGet(t, db, "live000001", string(bytes.Repeat([]byte("v"), 50)))
 }
+
+// TestShortLivedL0KeepsDrops: a stream of 5 s TTL rows whose memtables
+// rotate every 1.25 s (MemtableExpiryFraction 0.25) keeps four to five
+// level-0 tables alive. Counted as ordinary files they would reach the
+// level-0 trigger (4) and be merged into the base level before they expire;
+// as short-lived tables they wait for their whole-file drops, and level 0
+// stays below ShortLivedL0Limit.
+func TestShortLivedL0KeepsDrops(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewManual(epoch)
+	db := openTestDB(t, t.TempDir(), clk, func(o *Options) { o.MemtableExpiryFraction = 0.25 })
+	defer db.Close()
+	maxL0 := 0
+	n := 0
+	for step := 0; step < 300; step++ { // 30 s of clock, 100 ms steps
+		for range 20 {
+			if err := db.PutTTL(churnKey(n), churnValue(n), ExpireAfter(5*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		clk.Advance(100 * time.Millisecond)
+		if err := db.WaitForCompactions(ctx); err != nil {
+			t.Fatal(err)
+		}
+		maxL0 = max(maxL0, db.Metrics().Levels[0].Files)
+	}
+	m := db.Metrics()
+	if c := m.CompactionsByKind["l0"]; c != 0 {
+		t.Errorf("%d level-0 compactions merged short-lived tables (max %d level-0 files)", c, maxL0)
+	}
+	// 30 s at one table per 1.25 s, the first dropped after ~6 s.
+	if m.WholeFileDrops < 15 {
+		t.Errorf("%d whole-file drops, want at least 15", m.WholeFileDrops)
+	}
+	if maxL0 < 4 || maxL0 >= 6 {
+		t.Errorf("level 0 held up to %d files, want 4 or 5", maxL0)
+	}
+	t.Logf("flushes %d, drops %d, compactions %v, max level-0 files %d", m.Flushes, m.WholeFileDrops, m.CompactionsByKind, maxL0)
+}

@@ -128,8 +128,10 @@ type Options struct {
 	// memtable fills. The check runs on every write and, for an idle
 	// database, on every compaction scheduler wake-up (at least once a
 	// second). With short TTLs the WAL and level 0 then hold about
-	// (1 + fraction/2) TTL periods of writes. Default: 0.5. Negative
-	// disables rotation by age (memtables rotate only when full).
+	// (1 + fraction/2) TTL periods of writes, in about 1 + 1/fraction
+	// level-0 tables. Default: 0.25 (RFC 0004, "Memtable rotation by
+	// age"). Negative disables rotation by age (memtables rotate only when
+	// full).
 	MemtableExpiryFraction float64
 
 	// --- SSTables ---
@@ -254,7 +256,7 @@ func (o *Options) withDefaults() (*Options, error) {
 		c.MaxImmutableMemtables = 2
 	}
 	if c.MemtableExpiryFraction == 0 {
-		c.MemtableExpiryFraction = 0.5
+		c.MemtableExpiryFraction = 0.25
 	}
 	if c.BlockSize <= 0 {
 		c.BlockSize = 4096

@@ -138,6 +138,28 @@ func PickDrops(v *Levels, env *Env) *Pick {
 	return p
 }
 
+// NextDropTS returns the earliest time after now at which a table not
+// being compacted becomes all expired (its max_expire_ts + 1), the moment
+// PickDrops may first take it; ok is false when no table will. A scheduler
+// that wakes then removes whole expired tables when they expire instead of
+// at its next periodic pass. Tables already all expired are left out: they
+// are dropped at once or blocked (a snapshot, an overlapping older table),
+// and a wake-up at a past time would only spin.
+func NextDropTS(v *Levels, now int64) (ts int64, ok bool) {
+	for l := range v {
+		for _, t := range v[l] {
+			m := t.Meta
+			if t.Compacting || m.NumRows == 0 || m.NumTTLRows != m.NumRows || m.MaxExpireTS < now {
+				continue
+			}
+			if at := m.MaxExpireTS + 1; !ok || at < ts {
+				ts, ok = at, true
+			}
+		}
+	}
+	return ts, ok
+}
+
 // pickExpired rewrites the table with the most expired bytes, if they are at
 // least ExpiredBytesRatio of it, into the next level (the bottom level
 // rewrites into itself).

@@ -74,7 +74,9 @@ func TestPickAutoTTLTables(t *testing.T) {
 // TestL0ByteScore: level-0 tables under the file-count threshold but over
 // the base level's byte target are compacted into the base level (a bulk
 // load into large memtables), unless they are short-lived TTL tables that
-// will soon be dropped whole; the file count still applies to those.
+// will soon be dropped whole; the file count still applies to those, at
+// ShortLivedL0Limit (here, with no slowdown threshold, the plain threshold:
+// TestL0FileCountShortLived covers the default limit).
 func TestL0ByteScore(t *testing.T) {
 	const now = 10_000_000
 	o := testPickerOpts // LBaseMaxBytes 1 MiB, threshold 4, periodic 1 h
@@ -114,5 +116,109 @@ func TestL0ByteScore(t *testing.T) {
 				t.Fatalf("picked an L0 compaction with score %.2f", s[0])
 			}
 		})
+	}
+}
+
+// TestL0FileCountShortLived: short-lived TTL tables do not trigger a
+// level-0 compaction at L0CompactionThreshold files, so a TTL stream whose
+// memtables rotate faster than the TTL keeps its whole-file drops; they do
+// at ShortLivedL0Limit (midway to the slowdown threshold), before writes
+// slow down. Tables that are not short-lived keep the old trigger, and a
+// level-0 compaction takes every level-0 table, short-lived ones included.
+func TestL0FileCountShortLived(t *testing.T) {
+	const now = 10_000_000
+	o := testPickerOpts
+	o.L0SlowdownWritesThreshold = 8
+	if got := ShortLivedL0Limit(&o); got != 6 {
+		t.Fatalf("ShortLivedL0Limit = %d, want 6", got)
+	}
+	tbl := func(num uint64, short bool) *Table {
+		m := &manifest.FileMeta{Num: num, Size: 1 << 10, NumRows: 100, NumTTLRows: 100, TTLBytes: 1 << 10,
+			CreationTime: now, MinExpireTS: now + 2_000, MaxExpireTS: now + 5_000}
+		if !short {
+			m.MinExpireTS, m.MaxExpireTS = now+2_000, now+7_200_000
+		}
+		return &Table{Meta: m, Smallest: []byte("a"), Largest: []byte("z")}
+	}
+	level0 := func(short, long int) []*Table {
+		var ts []*Table
+		num := uint64(short + long)
+		for range long {
+			ts = append(ts, tbl(num, false))
+			num--
+		}
+		for range short {
+			ts = append(ts, tbl(num, true))
+			num--
+		}
+		return ts
+	}
+	cases := []struct {
+		name        string
+		short, long int
+		wantL0      bool
+	}{
+		{"four short-lived tables wait for their drops", 4, 0, false},
+		{"five short-lived tables wait for their drops", 5, 0, false},
+		{"six short-lived tables reach the limit", 6, 0, true},
+		{"four long-lived tables trigger as before", 0, 4, true},
+		{"three long-lived and two short-lived tables wait", 2, 3, false},
+		{"four long-lived tables take the short-lived ones along", 2, 4, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var v Levels
+			v[0] = level0(c.short, c.long)
+			p := PickAuto(&v, &o, &Env{Now: now})
+			if !c.wantL0 {
+				if p != nil {
+					t.Fatalf("picked %v (L0 score %.2f), want nothing", p.Kind, Scores(&v, &o)[0])
+				}
+				return
+			}
+			if p == nil || p.Kind != KindL0 {
+				t.Fatalf("picked %+v, want an L0 compaction", p)
+			}
+			if n := len(p.Inputs[0].Tables); p.Inputs[0].Level != 0 || n != len(v[0]) {
+				t.Fatalf("L0 compaction takes %d tables of level %d, want all %d of level 0", n, p.Inputs[0].Level, len(v[0]))
+			}
+		})
+	}
+	// Without a slowdown threshold the limit is the plain threshold.
+	if got := ShortLivedL0Limit(&testPickerOpts); got != 4 {
+		t.Fatalf("ShortLivedL0Limit without a slowdown threshold = %d, want 4", got)
+	}
+}
+
+// TestNextDropTS: the scheduler's next wake-up for whole-file drops is the
+// earliest max_expire_ts + 1 among all-TTL tables not yet expired; tables
+// with other rows, already expired or being compacted do not set it.
+func TestNextDropTS(t *testing.T) {
+	const now = 10_000_000
+	var v Levels
+	if _, ok := NextDropTS(&v, now); ok {
+		t.Fatal("an empty tree has a next drop")
+	}
+	v[0] = []*Table{
+		ttlTable(5, "a", "z", 10, 10, now+100, now+4_000),
+		ttlTable(4, "a", "z", 10, 9, now+100, now+1_000), // a row without expiry
+		ttlTable(3, "a", "z", 10, 10, now-900, now-1),    // expired: drop now or blocked
+		ttlTable(2, "a", "z", 10, 10, now-900, now+2_500),
+	}
+	v[Bottom] = []*Table{ttlTable(1, "a", "b", 10, 10, now, now+3_000)}
+	if ts, ok := NextDropTS(&v, now); !ok || ts != now+2_501 {
+		t.Fatalf("NextDropTS = %d, %v; want %d", ts, ok, now+2_501)
+	}
+	v[0][3].Compacting = true
+	if ts, ok := NextDropTS(&v, now); !ok || ts != now+3_001 {
+		t.Fatalf("NextDropTS with the first table busy = %d, %v; want %d", ts, ok, now+3_001)
+	}
+	// At its max_expire_ts a table is not yet expired: the wake-up is the
+	// millisecond after.
+	if ts, ok := NextDropTS(&v, now+3_000); !ok || ts != now+3_001 {
+		t.Fatalf("NextDropTS at max_expire_ts = %d, %v; want %d", ts, ok, now+3_001)
+	}
+	if !AllExpired(v[Bottom][0].Meta, now+3_001) || AllExpired(v[Bottom][0].Meta, now+3_000) {
+		t.Fatal("NextDropTS disagrees with AllExpired")
 	}
 }

@@ -38,9 +38,14 @@ type Levels [NumLevels][]*Table
 // PickerOptions are the policy knobs (see RFC 0004).
 type PickerOptions struct {
 	L0CompactionThreshold int
-	LBaseMaxBytes         int64
-	LevelSizeRatio        float64
-	ExpiredBytesRatio     float64
+	// L0SlowdownWritesThreshold is the level-0 file count at which the
+	// write path slows down; short-lived tables count toward level 0's
+	// file trigger only as that count is approached (ShortLivedL0Limit).
+	// 0 means as many as L0CompactionThreshold.
+	L0SlowdownWritesThreshold int
+	LBaseMaxBytes             int64
+	LevelSizeRatio            float64
+	ExpiredBytesRatio         float64
 	// PeriodicIntervalMillis is the periodic compaction interval; 0 disables.
 	PeriodicIntervalMillis int64
 }
@@ -148,30 +153,36 @@ func Targets(v *Levels, o *PickerOptions) (targets [NumLevels]int64, base int) {
 	return targets, base
 }
 
-// Scores returns each level's compaction score (L0: the larger of file
-// count over the threshold and bytes over LBaseMaxBytes; Ln: bytes over
-// target; the bottom level: 0). Tables being compacted do not count, nor do
-// short-lived level-0 tables (shortLived) toward level 0's bytes.
+// Scores returns each level's compaction score (L0: the largest of the
+// count of files that are not short-lived over L0CompactionThreshold, the
+// count of all files over ShortLivedL0Limit, and the bytes of files that are
+// not short-lived over LBaseMaxBytes; Ln: bytes over target; the bottom
+// level: 0). Tables being compacted do not count.
 //
 // Level 0's byte score matters after a bulk load into large memtables: a
 // few level-0 tables, each spanning the whole key space, stay under the
 // file-count threshold indefinitely, and every seek and scan then merges all
 // of them. Counting their bytes against the base level's target moves them
-// into sorted levels instead.
+// into sorted levels instead. Short-lived tables (shortLived) are left out
+// of both the byte term and the plain file count, so that a TTL stream
+// whose memtables rotate faster than the TTL keeps its whole-file drops;
+// the second file count bounds how many of them level 0 may hold.
 func Scores(v *Levels, o *PickerOptions) [NumLevels]float64 {
 	var s [NumLevels]float64
 	targets, _ := Targets(v, o)
-	n := 0
+	n, long := 0, 0
 	var l0Bytes int64
 	for _, t := range v[0] {
 		if !t.Compacting {
 			n++
 			if !shortLived(t.Meta, o) {
+				long++
 				l0Bytes += int64(t.Meta.Size)
 			}
 		}
 	}
-	s[0] = float64(n) / float64(max(o.L0CompactionThreshold, 1))
+	s[0] = max(float64(long)/float64(max(o.L0CompactionThreshold, 1)),
+		float64(n)/float64(ShortLivedL0Limit(o)))
 	if o.LBaseMaxBytes > 0 {
 		s[0] = max(s[0], float64(l0Bytes)/float64(o.LBaseMaxBytes))
 	}
@@ -190,11 +201,21 @@ func Scores(v *Levels, o *PickerOptions) [NumLevels]float64 {
 	return s
 }
 
+// ShortLivedL0Limit is the number of level-0 files, short-lived ones
+// included, that triggers a level-0 compaction: midway between
+// L0CompactionThreshold and L0SlowdownWritesThreshold (6 with the defaults
+// 4 and 8), so that the compaction starts before writes slow down, and
+// never below L0CompactionThreshold.
+func ShortLivedL0Limit(o *PickerOptions) int {
+	thr := max(o.L0CompactionThreshold, 1)
+	return max(thr, (thr+o.L0SlowdownWritesThreshold)/2)
+}
+
 // shortLived reports whether every row of table m carries a TTL and the
 // last of them expires within the periodic compaction interval of the
 // table's creation (within an hour when periodic compaction is off): the
-// whole table will soon be dropped without a rewrite, so its bytes are left
-// out of level 0's size score. Its file count still counts.
+// whole table will soon be dropped without a rewrite, so it is left out of
+// level 0's size score and of its plain file count (Scores).
 func shortLived(m *manifest.FileMeta, o *PickerOptions) bool {
 	horizon := o.PeriodicIntervalMillis
 	if horizon <= 0 {
