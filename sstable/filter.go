@@ -8,8 +8,9 @@ package sstable
 //	            | ceil(m/64) words of u64 |
 //	            Its first byte is the top byte of m, which is 0 for any m a
 //	            block could hold, so type 0 needs no byte of its own.
-//	            Written by tables before the blocked filter; still read.
-//	1  blocked  a cache-line-blocked bloom filter (written now):
+//	            Written by format version 1 tables; still read.
+//	1  blocked  a cache-line-blocked bloom filter (format version 2 and
+//	            later; the only type this package writes):
 //
 //	+---------+--------+-----------+--------------+-----------------------+
 //	| type u8 | k u8   | 0 u16     | lines u32 LE | lines x 64-byte lines |

@@ -182,3 +182,29 @@ func TestBlockedFilterCorrupt(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatVersions checks that new tables are written at FormatVersion,
+// the legacy golden table is at version 1 and still opens, and a version
+// above FormatVersion is rejected as corruption.
+func TestFormatVersions(t *testing.T) {
+	data, props := buildTable(t, genRows(10, 1), WriterOptions{BloomBitsPerKey: 10})
+	if props.FormatVersion != FormatVersion {
+		t.Fatalf("new table at version %d, want %d", props.FormatVersion, FormatVersion)
+	}
+	legacy, err := os.ReadFile("testdata/legacy-filter-v1.sst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := openTable(t, legacy, nil); r.Properties().FormatVersion != 1 {
+		t.Fatalf("golden table at version %d, want 1", r.Properties().FormatVersion)
+	}
+	ft, err := decodeFooter(data[len(data)-FooterLen:], int64(len(data)), "t.sst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft.version = FormatVersion + 1
+	copy(data[len(data)-FooterLen:], ft.encode())
+	if _, err := Open(newMemObject(data), ReaderOptions{Name: "t.sst"}); !errors.Is(err, format.ErrCorruption) || !strings.Contains(err.Error(), "unknown format version") {
+		t.Fatalf("Open of a version %d table: %v", FormatVersion+1, err)
+	}
+}
