@@ -109,6 +109,8 @@ func (e *mayflyEngine) Stats() map[string]float64 {
 		"compactions":      float64(m.Compactions),
 		"whole_file_drops": float64(m.WholeFileDrops),
 		"l0_files":         float64(m.Levels[0].Files),
+		"cache_hits":       float64(m.BlockCacheHits),
+		"cache_misses":     float64(m.BlockCacheMisses),
 	}
 }
 

@@ -140,6 +140,8 @@ func (e *pebbleEngine) Stats() map[string]float64 {
 		"pebble_writeamp": t.WriteAmp(),
 		"compactions":     float64(m.Compact.Count),
 		"l0_files":        float64(m.Levels[0].TablesCount),
+		"cache_hits":      float64(m.BlockCache.Hits),
+		"cache_misses":    float64(m.BlockCache.Misses),
 	}
 }
 

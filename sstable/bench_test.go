@@ -3,6 +3,7 @@ package sstable
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"runtime"
 	"testing"
 
@@ -147,6 +148,30 @@ func BenchmarkBloomProbe(b *testing.B) {
 	for b.Loop() {
 		probe[len(probe)-1] = byte(i)
 		r.MayContain(probe)
+		i++
+	}
+}
+
+// BenchmarkBloomProbeLarge probes the filter of a table of 1M keys (a ~1.2
+// MB filter, like one of the benchmark fixture's tables) at random keys, half
+// present, so that probes miss the CPU caches as a cold point read's do.
+func BenchmarkBloomProbeLarge(b *testing.B) {
+	const n = 1 << 20
+	rows := make([]format.Row, n)
+	for i := range rows {
+		rows[i] = format.Row{Key: fmt.Appendf(nil, "user/%010d", 2*i), Seq: 1}
+	}
+	data, _ := buildTable(b, rows, WriterOptions{BloomBitsPerKey: 10})
+	r := openTable(b, data, nil)
+	probes := make([][]byte, 1<<16)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range probes {
+		probes[i] = fmt.Appendf(nil, "user/%010d", rng.IntN(2*n))
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		r.MayContain(probes[i%len(probes)])
 		i++
 	}
 }

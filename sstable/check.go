@@ -71,7 +71,7 @@ func (r *Reader) Check() error {
 			if p.NumRows == 0 {
 				p.Smallest = bytes.Clone(data.key)
 			}
-			if r.filter != nil && !r.filter.Test(row.Key) {
+			if r.filter != nil && !r.filter.mayContain(row.Key) {
 				return corruptf(r.name, int64(r.footer.filter.offset), "filter block misses key %q", row.Key)
 			}
 			p.record(row)

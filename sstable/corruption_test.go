@@ -159,10 +159,11 @@ func TestCorruptFooter(t *testing.T) {
 	// unknown version.
 	ft := tableFooter(t, data)
 	for name, mod := range map[string]func(f *footer){
-		"index":   func(f *footer) { f.index.offset = uint64(len(data)) },
-		"props":   func(f *footer) { f.props.length = 1 << 62 },
-		"filter":  func(f *footer) { f.filter.offset = 1<<64 - 3 },
-		"version": func(f *footer) { f.version = 2 },
+		"index":     func(f *footer) { f.index.offset = uint64(len(data)) },
+		"props":     func(f *footer) { f.props.length = 1 << 62 },
+		"filter":    func(f *footer) { f.filter.offset = 1<<64 - 3 },
+		"version":   func(f *footer) { f.version = FormatVersion + 1 },
+		"version 0": func(f *footer) { f.version = 0 },
 	} {
 		f := ft
 		mod(&f)

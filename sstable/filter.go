@@ -1,31 +1,130 @@
 package sstable
 
-// Filter block: a bloom filter over the distinct USER keys of the table,
-// serialized with bloom.BloomFilter.MarshalBinary (all big-endian):
+// Filter block: a bloom filter over the distinct USER keys of the table. The
+// block is always stored uncompressed. Its first byte is the filter type:
 //
-//	+-------+-------+------------------+--------------------------+
-//	| m u64 | k u64 | bitset len u64   | ceil(m/64) words of u64  |
-//	| bits  | hashes| (= m)            |                          |
-//	+-------+-------+------------------+--------------------------+
+//	0  legacy   bits-and-blooms/bloom/v3's MarshalBinary (all big-endian):
+//	            | m u64 bits | k u64 hashes | bitset len u64 (= m) |
+//	            | ceil(m/64) words of u64 |
+//	            Its first byte is the top byte of m, which is 0 for any m a
+//	            block could hold, so type 0 needs no byte of its own.
+//	            Written by format version 1 tables; still read.
+//	1  blocked  a cache-line-blocked bloom filter (format version 2 and
+//	            later; the only type this package writes):
 //
-// The writer sizes the filter at BloomBitsPerKey bits per distinct key and
-// uses k = round(BloomBitsPerKey * ln 2) hashes. The block is always stored
-// uncompressed. A reader checks the CRC, then that m, k and the bitset
-// length agree with the block size, before UnmarshalBinary allocates.
+//	+---------+--------+-----------+--------------+-----------------------+
+//	| type u8 | k u8   | 0 u16     | lines u32 LE | lines x 64-byte lines |
+//	| = 1     | probes | reserved  |              | (8 u64 LE words each) |
+//	+---------+--------+-----------+--------------+-----------------------+
+//
+// A blocked filter hashes a key once (filterHash, 64 bits); the high 32 bits
+// pick one 512-bit line, the low 32 bits drive the k probes inside it (each
+// probe takes the top 9 bits, then multiplies by an odd constant), so a
+// lookup touches one cache line instead of k. The writer uses
+// ceil(keys*BloomBitsPerKey/512) lines and k = round(BloomBitsPerKey*ln 2)
+// clamped to [1, maxBlockedProbes]. Blocking costs a few false positives:
+// 0.9-1.0% at 10 bits per key in TestBlockedFilterFPRate, where a standard
+// bloom filter has about 0.8%.
+//
+// A reader checks the type, k, the reserved bytes and that the line count
+// agrees with the block size before it allocates; for a legacy filter it
+// checks that m, k and the bitset length agree with the block size before
+// UnmarshalBinary allocates.
 
 import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"math/bits"
 	"sync"
+	"unsafe"
 
 	"github.com/bits-and-blooms/bloom/v3"
 )
 
 const (
-	filterHeaderLen = 24
-	maxFilterHashes = 64
+	filterTypeLegacy  = 0
+	filterTypeBlocked = 1
+
+	filterHeaderLen        = 24 // legacy
+	maxFilterHashes        = 64 // legacy
+	blockedHeaderLen       = 8
+	blockedLineBytes       = 64
+	blockedLineWords       = blockedLineBytes / 8
+	blockedLineBits        = blockedLineBytes * 8
+	maxBlockedProbes       = 16
+	blockedProbeMultiplier = 0x9E3779B9 // odd, so each step is a bijection
 )
+
+// filterHash is the 64-bit key hash of blocked filters. It is part of the
+// on-disk format: changing it needs a new filter type.
+func filterHash(key []byte) uint64 {
+	const (
+		m1 = 0x9E3779B97F4A7C15
+		m2 = 0xC2B2AE3D27D4EB4F
+		m3 = 0x165667B19E3779F9
+	)
+	h := m3 ^ uint64(len(key))*m1
+	for len(key) >= 8 {
+		h ^= binary.LittleEndian.Uint64(key) * m2
+		h = bits.RotateLeft64(h, 31) * m1
+		key = key[8:]
+	}
+	if len(key) > 0 {
+		var t uint64
+		for i, c := range key {
+			t |= uint64(c) << (8 * i)
+		}
+		h ^= t * m3
+		h = bits.RotateLeft64(h, 27) * m1
+	}
+	h ^= h >> 33
+	h *= m2
+	h ^= h >> 29
+	h *= m3
+	h ^= h >> 32
+	return h
+}
+
+// tableFilter is a table's decoded filter: exactly one of legacy and
+// blocked is set.
+type tableFilter struct {
+	legacy  *bloom.BloomFilter
+	blocked blockedFilter
+}
+
+// mayContain reports whether ukey may be in the table.
+func (f *tableFilter) mayContain(ukey []byte) bool {
+	if f.legacy != nil {
+		return f.legacy.Test(ukey)
+	}
+	return f.blocked.mayContain(ukey)
+}
+
+// blockedFilter is a decoded blocked filter; words holds the lines, 64-byte
+// aligned in memory so that a line is one cache line.
+type blockedFilter struct {
+	words []uint64
+	lines uint64
+	k     uint32
+}
+
+// blockedLine returns the index of the line that key hash h probes.
+func blockedLine(h, lines uint64) uint64 { return (h >> 32) * lines >> 32 }
+
+func (f *blockedFilter) mayContain(ukey []byte) bool {
+	h := filterHash(ukey)
+	line := f.words[blockedLine(h, f.lines)*blockedLineWords:][:blockedLineWords]
+	p := uint32(h)
+	for range f.k {
+		bit := p >> (32 - 9)
+		if line[bit>>6]&(1<<(bit&63)) == 0 {
+			return false
+		}
+		p *= blockedProbeMultiplier
+	}
+	return true
+}
 
 // filterWriter collects the distinct user keys of a table; the filter is
 // sized when the count is known, at Finish.
@@ -75,22 +174,88 @@ func (f *filterWriter) canAdd(n int) bool {
 	return uint64(len(f.arena))+uint64(n) <= math.MaxUint32
 }
 
+// build returns the encoded blocked filter block.
 func (f *filterWriter) build() ([]byte, error) {
-	n := uint(len(f.ends))
-	m := max(n*uint(f.bitsPerKey), 64)
-	k := uint(math.Round(float64(f.bitsPerKey) * math.Ln2))
-	k = min(max(k, 1), 30)
-	bf := bloom.New(m, k)
+	n := uint64(len(f.ends))
+	lines := max((n*uint64(f.bitsPerKey)+blockedLineBits-1)/blockedLineBits, 1)
+	k := uint32(math.Round(float64(f.bitsPerKey) * math.Ln2))
+	k = min(max(k, 1), maxBlockedProbes)
+	// A u32 line count covers 2^41 bits: far beyond the key arena's bound.
+	b := make([]byte, blockedHeaderLen+lines*blockedLineBytes)
+	b[0], b[1] = filterTypeBlocked, byte(k)
+	binary.LittleEndian.PutUint32(b[4:], uint32(lines))
+	body := b[blockedHeaderLen:]
 	start := uint32(0)
 	for _, end := range f.ends {
-		bf.Add(f.arena[start:end])
+		h := filterHash(f.arena[start:end])
 		start = end
+		line := body[blockedLine(h, lines)*blockedLineBytes:][:blockedLineBytes]
+		p := uint32(h)
+		for range k {
+			bit := p >> (32 - 9)
+			line[bit>>3] |= 1 << (bit & 7)
+			p *= blockedProbeMultiplier
+		}
 	}
-	return bf.MarshalBinary()
+	return b, nil
 }
 
 // decodeFilter checks and decodes a filter block at off.
-func decodeFilter(b []byte, file string, off int64) (*bloom.BloomFilter, error) {
+func decodeFilter(b []byte, file string, off int64) (*tableFilter, error) {
+	if len(b) == 0 {
+		return nil, corruptf(file, off, "empty filter block")
+	}
+	switch b[0] {
+	case filterTypeLegacy:
+		bf, err := decodeLegacyFilter(b, file, off)
+		if err != nil {
+			return nil, err
+		}
+		return &tableFilter{legacy: bf}, nil
+	case filterTypeBlocked:
+		bf, err := decodeBlockedFilter(b, file, off)
+		if err != nil {
+			return nil, err
+		}
+		return &tableFilter{blocked: bf}, nil
+	}
+	return nil, corruptf(file, off, "unknown filter type %d", b[0])
+}
+
+func decodeBlockedFilter(b []byte, file string, off int64) (blockedFilter, error) {
+	if len(b) < blockedHeaderLen {
+		return blockedFilter{}, corruptf(file, off, "blocked filter of %d bytes is shorter than its header", len(b))
+	}
+	k := uint32(b[1])
+	lines := uint64(binary.LittleEndian.Uint32(b[4:]))
+	switch {
+	case k == 0 || k > maxBlockedProbes:
+		return blockedFilter{}, corruptf(file, off, "blocked filter with %d probes", k)
+	case b[2] != 0 || b[3] != 0:
+		return blockedFilter{}, corruptf(file, off, "blocked filter with reserved bytes %#x %#x", b[2], b[3])
+	case lines == 0 || uint64(len(b)-blockedHeaderLen) != lines*blockedLineBytes:
+		return blockedFilter{}, corruptf(file, off, "blocked filter of %d lines does not fit its %d-byte block", lines, len(b))
+	}
+	words := alignedWords(int(lines) * blockedLineWords)
+	body := b[blockedHeaderLen:]
+	for i := range words {
+		words[i] = binary.LittleEndian.Uint64(body[8*i:])
+	}
+	return blockedFilter{words: words, lines: lines, k: k}, nil
+}
+
+// alignedWords returns n zeroed words starting on a 64-byte boundary.
+func alignedWords(n int) []uint64 {
+	w := make([]uint64, n+blockedLineWords-1)
+	skip := 0
+	if rem := uintptr(unsafe.Pointer(&w[0])) % blockedLineBytes; rem != 0 {
+		skip = int(blockedLineBytes-rem) / 8
+	}
+	return w[skip : skip+n : skip+n]
+}
+
+// decodeLegacyFilter checks and decodes a type-0 (bits-and-blooms) filter.
+func decodeLegacyFilter(b []byte, file string, off int64) (*bloom.BloomFilter, error) {
 	if len(b) < filterHeaderLen {
 		return nil, corruptf(file, off, "filter block of %d bytes is shorter than its header", len(b))
 	}

@@ -38,8 +38,12 @@ import (
 const (
 	// FooterLen is the size of the footer.
 	FooterLen = 64
-	// FormatVersion is the table format this package writes and reads.
-	FormatVersion = 1
+	// FormatVersion is the table format this package writes. Version 2
+	// added the blocked filter type (filter.go); this package still reads
+	// version 1 tables (MinFormatVersion and up).
+	FormatVersion = 2
+	// MinFormatVersion is the oldest table format this package reads.
+	MinFormatVersion = 1
 	// Magic ends every table; on disk it reads "MAYFLYs1".
 	Magic uint64 = 0x3173594c4659414d
 
@@ -111,7 +115,7 @@ func decodeFooter(b []byte, size int64, file string) (footer, error) {
 		return f, corruptf(file, off+52, "footer checksum mismatch: stored %#08x, computed %#08x", got, want)
 	}
 	f.version = binary.LittleEndian.Uint32(b[48:])
-	if f.version != FormatVersion {
+	if f.version < MinFormatVersion || f.version > FormatVersion {
 		return f, corruptf(file, off+48, "unknown format version %d", f.version)
 	}
 	hs := []*blockHandle{&f.filter, &f.props, &f.index}

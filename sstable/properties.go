@@ -118,7 +118,7 @@ func decodeProperties(b []byte, file string, off int64) (*Properties, error) {
 	if d.bad {
 		return nil, corruptf(file, off, "properties: truncated version")
 	}
-	if v != FormatVersion {
+	if v < MinFormatVersion || v > FormatVersion {
 		return nil, corruptf(file, off, "properties: unknown format version %d", v)
 	}
 	p.FormatVersion = uint32(v)

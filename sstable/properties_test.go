@@ -20,7 +20,7 @@ func TestProperties(t *testing.T) {
 	}
 	data, got := buildTable(t, rows, WriterOptions{CreationTime: 1_700_000_000_123, BloomBitsPerKey: 10, BlockSize: 16})
 	want := &Properties{
-		FormatVersion: 1,
+		FormatVersion: FormatVersion,
 		RowFeatures:   format.FlagTombstone | format.FlagHasTS | format.FlagHasExpire,
 		CreationTime:  1_700_000_000_123,
 		MinTS:         300, MaxTS: 500,
@@ -72,10 +72,12 @@ func TestPropertiesDecodeRejects(t *testing.T) {
 	if _, err := decodeProperties(append(bytes.Clone(good), 0), "f", 7); err == nil {
 		t.Error("trailing byte accepted")
 	}
-	v2 := bytes.Clone(good)
-	v2[0] = 2
-	if _, err := decodeProperties(v2, "f", 7); err == nil {
-		t.Error("version 2 accepted")
+	for _, v := range []byte{0, FormatVersion + 1} {
+		bad := bytes.Clone(good)
+		bad[0] = v
+		if _, err := decodeProperties(bad, "f", 7); err == nil {
+			t.Errorf("version %d accepted", v)
+		}
 	}
 }
 

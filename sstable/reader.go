@@ -19,7 +19,6 @@ import (
 	"io"
 	"sync"
 
-	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/storage"
 )
@@ -63,7 +62,7 @@ type Reader struct {
 	props   *Properties
 	index   []byte // decoded index block
 	pindex  pointIndex
-	filter  *bloom.BloomFilter
+	filter  *tableFilter
 	dataEnd uint64 // end of the data blocks: the first metadata block's offset
 	raMax   int    // ReaderOptions.ReadAhead; <= 0 disables read-ahead
 	raComp  int    // the same for compaction iterators
@@ -145,7 +144,7 @@ func (r *Reader) readIndex() ([]byte, error) {
 	return b, nil
 }
 
-func (r *Reader) readFilter() (*bloom.BloomFilter, error) {
+func (r *Reader) readFilter() (*tableFilter, error) {
 	h := r.footer.filter
 	if h == (blockHandle{}) {
 		return nil, nil
@@ -266,7 +265,7 @@ func (r *Reader) Properties() *Properties { return r.props }
 // MayContain reports whether the table may hold a row for ukey: false only
 // when the bloom filter rules it out. Without a filter it returns true.
 func (r *Reader) MayContain(ukey []byte) bool {
-	return r.filter == nil || r.filter.Test(ukey)
+	return r.filter == nil || r.filter.mayContain(ukey)
 }
 
 func (r *Reader) indexIter(it *blockIter) {

@@ -17,6 +17,7 @@ package sstable
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -26,7 +27,7 @@ import (
 
 // WriterOptions configure a Writer. Zero fields take their defaults.
 type WriterOptions struct {
-	BlockSize       int         // target uncompressed data block size; default 4096
+	BlockSize       int         // uncompressed data block size limit; default 4096 (see maxEntryLen)
 	RestartInterval int         // entries between restart points; default 16
 	Compression     Compression // per-block compression; zero value = NoCompression
 	BloomBitsPerKey int         // bloom filter bits per user key; 0 = no filter
@@ -109,6 +110,15 @@ func (w *Writer) Add(r *format.Row) error {
 		return fmt.Errorf("sstable: row %q seq %d out of order (after %q seq %d)",
 			r.Key, r.Seq, w.lastRow.Key, w.lastRow.Seq)
 	}
+	// End the block before a row that would take it past BlockSize, so that
+	// a decoded block (the block cache's unit of allocation) stays within
+	// BlockSize and fits its allocator size class: 4096 rather than 4096
+	// plus part of a row, which Go rounds up to a 4864-byte object.
+	if w.data.entries > 0 && w.data.estimatedSize()+maxEntryLen(len(w.scratch), r) > w.opts.BlockSize {
+		if err := w.flushData(); err != nil {
+			return err
+		}
+	}
 	w.data.add(w.scratch, r, r.Value)
 	if w.filter != nil {
 		w.filter.add(r.Key)
@@ -124,6 +134,15 @@ func (w *Writer) Add(r *format.Row) error {
 		return w.flushData()
 	}
 	return nil
+}
+
+// maxEntryLen bounds the bytes blockWriter.add appends for a row with an
+// internal key of keyLen bytes, including a new restart point: three
+// length varints, the key, at most two attribute varints and the value.
+// A block therefore ends at most this much short of BlockSize; a row larger
+// than BlockSize gets a block of its own.
+func maxEntryLen(keyLen int, r *format.Row) int {
+	return 3*binary.MaxVarintLen64 + keyLen + 2*binary.MaxVarintLen64 + len(r.Value) + 4
 }
 
 // EstimatedSize returns the bytes written so far plus the pending block.

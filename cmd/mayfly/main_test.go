@@ -15,6 +15,7 @@ import (
 
 	"github.com/mayflydb/mayfly"
 	"github.com/mayflydb/mayfly/clock"
+	"github.com/mayflydb/mayfly/sstable"
 )
 
 // bin is the mayfly binary built once by TestMain.
@@ -506,7 +507,7 @@ func TestSSTDump(t *testing.T) {
 		if uint64(len(d.Rows)) != d.Properties.NumRows || d.Truncated {
 			t.Errorf("%s: %d rows listed, properties say %d", p, len(d.Rows), d.Properties.NumRows)
 		}
-		if d.Properties.FormatVersion != 1 || d.Properties.NumDataBlocks == 0 || d.Properties.CreationTime.IsZero() {
+		if d.Properties.FormatVersion != sstable.FormatVersion || d.Properties.NumDataBlocks == 0 || d.Properties.CreationTime.IsZero() {
 			t.Errorf("%s: properties %+v", p, d.Properties)
 		}
 		for _, r := range d.Rows {
