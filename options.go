@@ -136,7 +136,9 @@ type Options struct {
 
 	// --- SSTables ---
 
-	// BlockSize is the target uncompressed size of a data block. Default: 4096.
+	// BlockSize is the largest uncompressed size of a data block: a block
+	// ends before the row that would take it past BlockSize, unless that row
+	// alone is larger (it then gets a block of its own size). Default: 4096.
 	BlockSize int
 	// Compression of data blocks. Default: sstable.SnappyCompression.
 	Compression sstable.Compression
