@@ -92,6 +92,9 @@ func (m *Memtable) Unref() {
 		m.mu.Lock()
 		m.released = true
 		m.freeArena()
+		// Drop the index too: a holder of a stale pointer to m (a closed
+		// iterator the caller keeps) must not pin tens of MB of tree nodes.
+		m.tree = nil
 		m.mu.Unlock()
 	}
 }
