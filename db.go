@@ -186,7 +186,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 		db.mu.Lock()
 		db.closed = true
 		db.publishReadState()
+		db.releaseMemtables()
 		db.mu.Unlock()
+		db.tail.release()
 		db.releaseVersion()
 		db.lock.Close()
 		db.closeStore()
@@ -253,7 +255,9 @@ func (db *DB) Close() error {
 	db.mu.Lock()
 	db.publishReadState() // closed: retires the read state
 	db.releaseVersion()
+	db.releaseMemtables()
 	db.mu.Unlock()
+	db.tail.release()
 	db.manifestMu.Unlock()
 	errs = append(errs, db.lock.Close())
 	if db.ownsFS {
@@ -264,7 +268,10 @@ func (db *DB) Close() error {
 
 // readState is what a read needs: the memtables and a version. The DB
 // publishes a new one whenever any of them changes; readers take a
-// reference without locking.
+// reference without locking. A read state holds a reference on its version
+// and on each of its memtables, dropped when its own last reference is
+// released: rows a reader got from it (which may alias a memtable's
+// off-heap arena) are valid until the reader calls release, and no longer.
 type readState struct {
 	refs atomic.Int32
 	mem  *memtable.Memtable
@@ -275,6 +282,10 @@ type readState struct {
 func (rs *readState) release() {
 	if rs.refs.Add(-1) == 0 {
 		rs.v.unref()
+		rs.mem.Unref()
+		for _, m := range rs.imm {
+			m.Unref()
+		}
 	}
 }
 
@@ -324,13 +335,42 @@ func (db *DB) publishReadState() {
 		next.imm = make([]*memtable.Memtable, len(db.imm))
 		for i, m := range db.imm {
 			next.imm[len(db.imm)-1-i] = m
+			m.Ref()
 		}
+		next.mem.Ref()
 		next.v.ref()
 		next.refs.Store(1)
 	}
 	if old := db.readState.Swap(next); old != nil {
 		old.release()
 	}
+}
+
+// setMemtables makes mem the active memtable and imm (oldest first) the
+// frozen ones of a read-only handle, which are its tail's. The DB takes a
+// reference on each memtable of imm and adopts the one New gave mem; it drops
+// its references on the memtables it held before. The caller holds db.mu
+// and publishes a read state afterwards.
+func (db *DB) setMemtables(mem *memtable.Memtable, imm []*memtable.Memtable) {
+	for _, m := range imm {
+		m.Ref()
+	}
+	db.releaseMemtables()
+	db.mem, db.imm = mem, imm
+}
+
+// releaseMemtables drops the DB's references on its memtables (their arenas
+// are freed once no read state or flush holds them either) and forgets
+// them. The caller holds db.mu.
+func (db *DB) releaseMemtables() {
+	if db.mem != nil {
+		db.mem.Unref()
+		db.mem = nil
+	}
+	for _, m := range db.imm {
+		m.Unref()
+	}
+	db.imm = nil
 }
 
 // allocFileNum returns a new, unused file number.

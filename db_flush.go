@@ -74,7 +74,9 @@ func (db *DB) flushLoop() {
 	}
 }
 
-// flushMemtable writes the oldest frozen memtable m to level 0.
+// flushMemtable writes the oldest frozen memtable m to level 0. m is
+// readable throughout: it stays in db.imm, holding the DB's reference,
+// until its table is recorded.
 func (db *DB) flushMemtable(m *memtable.Memtable) error {
 	start := time.Now()
 	ev := db.opts.EventListener
@@ -111,6 +113,9 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 	db.publishReadState()
 	db.cond.Broadcast()
 	db.mu.Unlock()
+	// The DB's reference: the arena is freed now unless a reader still
+	// holds a read state listing m (then its last release frees it).
+	m.Unref()
 	db.removeQuietly(logName(m.LogNum()))
 	ev.walDeleted(logName(m.LogNum()))
 	info := FlushInfo{Duration: time.Since(start)}

@@ -11,11 +11,11 @@ import (
 // Get returns the value of key, or ErrNotFound if the key has no live value
 // (never written, deleted or expired). The returned slice is the caller's.
 func (db *DB) Get(key []byte) ([]byte, error) {
-	r, err := db.lookup(key, latestSeq, db.clock.NowMillis())
+	r, err := db.lookup(key, latestSeq, db.clock.NowMillis(), true)
 	if err != nil {
 		return nil, err
 	}
-	return append(make([]byte, 0, len(r.Value)), r.Value...), nil
+	return r.Value, nil
 }
 
 // TTL reports how long key has left to live. For a live key with a deadline
@@ -28,15 +28,15 @@ func (db *DB) TTL(key []byte) (remaining time.Duration, expires bool, err error)
 
 // getAt reads key at snapshot sequence seq and time now.
 func (db *DB) getAt(key []byte, seq uint64, now int64) ([]byte, error) {
-	r, err := db.lookup(key, seq, now)
+	r, err := db.lookup(key, seq, now, true)
 	if err != nil {
 		return nil, err
 	}
-	return append(make([]byte, 0, len(r.Value)), r.Value...), nil
+	return r.Value, nil
 }
 
 func (db *DB) ttlAt(key []byte, seq uint64, now int64) (time.Duration, bool, error) {
-	r, err := db.lookup(key, seq, now)
+	r, err := db.lookup(key, seq, now, false)
 	if err != nil {
 		return 0, false, err
 	}
@@ -55,8 +55,11 @@ func (db *DB) ttlAt(key []byte, seq uint64, now int64) (time.Duration, bool, err
 const latestSeq = ^uint64(0)
 
 // lookup finds the newest version of key visible at seq (latestSeq: the
-// latest committed state) and returns it if it is live at now.
-func (db *DB) lookup(key []byte, seq uint64, now int64) (format.Row, error) {
+// latest committed state) and returns it if it is live at now. The row's
+// bytes may alias a memtable arena or a cached block, which only the read
+// state keeps alive, so none leave: the returned row has no Key, and its
+// Value is a fresh copy the caller owns when withValue is set, else nil.
+func (db *DB) lookup(key []byte, seq uint64, now int64, withValue bool) (format.Row, error) {
 	if err := checkReadKey(key); err != nil {
 		return format.Row{}, err
 	}
@@ -84,6 +87,12 @@ func (db *DB) lookup(key []byte, seq uint64, now int64) (format.Row, error) {
 		return format.Row{}, ErrNotFound
 	}
 	db.metrics.rowsRead.Add(1)
+	r.Key = nil
+	if withValue {
+		r.Value = append(make([]byte, 0, len(r.Value)), r.Value...)
+	} else {
+		r.Value = nil
+	}
 	return r, nil
 }
 

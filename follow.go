@@ -49,6 +49,14 @@ func (db *DB) refresh(list bool) (bool, error) {
 	}
 	db.manifestMu.Lock()
 	defer db.manifestMu.Unlock()
+	// Close releases the tail's memtables under manifestMu once closed is
+	// set: after that, nothing may be added to the tail.
+	db.mu.Lock()
+	closed := db.closed
+	db.mu.Unlock()
+	if closed {
+		return false, ErrClosed
+	}
 	_, err := storage.ReadAll(db.store, manifest.VersionName(db.manifestNum+1))
 	changed := err == nil
 	if err != nil && !errors.Is(err, storage.ErrNotExist) {
@@ -137,8 +145,7 @@ func (db *DB) refresh(list bool) (bool, error) {
 	next := newVersion(levels)
 	db.mu.Lock()
 	db.current = next
-	db.imm = db.tail.memtables()
-	db.mem = memtable.New(0)
+	db.setMemtables(memtable.New(0), db.tail.memtables())
 	db.minLogNum = minLog
 	db.manifestNum = num
 	db.visibleSeq.Store(lastSeq)

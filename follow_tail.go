@@ -35,11 +35,22 @@ type walTail struct {
 
 type tailSeg struct {
 	num uint64
-	off int64 // bytes replayed: 0, or a record boundary past the header
-	mem *memtable.Memtable
+	off int64              // bytes replayed: 0, or a record boundary past the header
+	mem *memtable.Memtable // holds a reference of the tail's
 }
 
-// memtables returns the tail's non-empty memtables, oldest first.
+// release drops the tail's references on its memtables and forgets them.
+func (t *walTail) release() {
+	for _, s := range t.segs {
+		if s.mem != nil {
+			s.mem.Unref()
+		}
+	}
+	t.segs = nil
+}
+
+// memtables returns the tail's non-empty memtables, oldest first. The tail
+// keeps its own reference on each; a caller that keeps them takes its own.
 func (t *walTail) memtables() []*memtable.Memtable {
 	var out []*memtable.Memtable
 	for _, s := range t.segs {
@@ -59,6 +70,9 @@ func (db *DB) tailWAL(minLog, lastSeq uint64) (bool, uint64, error) {
 	t.segs = slices.DeleteFunc(t.segs, func(s *tailSeg) bool {
 		drop := s.num < minLog
 		changed = changed || (drop && s.mem != nil && !s.mem.Empty())
+		if drop && s.mem != nil {
+			s.mem.Unref() // the tail's reference; read states may hold others
+		}
 		return drop
 	})
 	logs, err := storage.ListLogs(db.store, "wal")

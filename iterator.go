@@ -283,6 +283,7 @@ func (it *Iterator) Close() error {
 	}
 	it.closed = true
 	it.valid = false
+	it.key, it.value = nil, nil // may alias memtable arenas freed by the release below
 	it.flushRowsRead()
 	err := it.m.Close()
 	it.rs.release()

@@ -92,6 +92,19 @@ func (db *DB) recover() error {
 	}
 	mem := memtable.New(0)
 	var recovered []*memtable.Memtable
+	defer func() {
+		// The replayed memtables were never published: on success their
+		// rows are in tables (each is released after its flush below), on
+		// failure they are dropped.
+		for _, m := range recovered {
+			if m != nil {
+				m.Unref()
+			}
+		}
+		if mem != nil {
+			mem.Unref()
+		}
+	}()
 	for i, seg := range segs {
 		res, err := wal.Replay(db.store, logName(seg), seg, func(payload []byte) error {
 			br, err := format.NewBatchReader(payload)
@@ -131,7 +144,7 @@ func (db *DB) recover() error {
 		db.metrics.walRecordsReplayed.Add(uint64(res.Records))
 	}
 	if !mem.Empty() {
-		recovered = append(recovered, mem)
+		recovered, mem = append(recovered, mem), nil
 	}
 	db.visibleSeq.Store(db.lastSeq)
 
@@ -144,19 +157,20 @@ func (db *DB) recover() error {
 			db.lastSeq = lastSeq
 			db.visibleSeq.Store(lastSeq)
 		}
-		db.imm = db.tail.memtables()
-		db.mem = memtable.New(0)
+		db.setMemtables(memtable.New(0), db.tail.memtables())
 		db.publishReadState()
 		return nil
 	}
 
 	// Flush what the WAL held, then record that its segments are obsolete.
 	var edit versionEdit
-	for _, m := range recovered {
+	for i, m := range recovered {
 		t, err := db.writeL0(m, false)
 		if err != nil {
 			return err
 		}
+		m.Unref() // flushed: free its arena before replaying the next
+		recovered[i] = nil
 		if t != nil {
 			edit.added = append(edit.added, addedTable{level: 0, table: t})
 		}

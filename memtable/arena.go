@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/internal/manual"
 )
 
 // Arena records. Every row is one record in an append-only chunk of the
@@ -15,9 +16,13 @@ import (
 //	+-----------+-----------+----------+--------------+--------------+-------------+
 //
 // Chunks are arenaChunk bytes; a record larger than a quarter chunk gets a
-// chunk of its own. Chunks are plain byte slices, so nothing in the arena is
-// a Go pointer the garbage collector must trace, and bytes once written never
-// change or move: rows handed to readers alias them.
+// chunk of its own. Chunks come from internal/manual, outside the Go heap:
+// the garbage collector neither scans them nor counts them toward its heap
+// goal, so a full memtable costs its own size in resident memory rather than
+// up to twice it, and a released memtable's memory goes back to the
+// operating system at once. Bytes once written never change or move: rows
+// handed to readers alias them, until the memtable's last reference is
+// dropped (Unref) and every chunk is freed.
 
 // arenaChunk is the size of each shared arena chunk.
 const arenaChunk = 1 << 20
@@ -41,16 +46,26 @@ func recordLen(r *format.Row) int {
 // holds mu for writing.
 func (m *Memtable) reserve(n int) (chunk, off int) {
 	if n > arenaChunk/4 {
-		m.chunks = append(m.chunks, make([]byte, n))
+		m.chunks = append(m.chunks, manual.New(n))
 		return len(m.chunks) - 1, 0
 	}
 	if m.cur < 0 || arenaChunk-m.curLen < n {
-		m.chunks = append(m.chunks, make([]byte, arenaChunk))
+		m.chunks = append(m.chunks, manual.New(arenaChunk))
 		m.cur, m.curLen = len(m.chunks)-1, 0
 	}
 	off = m.curLen
 	m.curLen += n
 	return m.cur, off
+}
+
+// freeArena frees every chunk. Caller holds mu for writing and the last
+// reference.
+func (m *Memtable) freeArena() {
+	for i, c := range m.chunks {
+		manual.Free(c)
+		m.chunks[i] = nil
+	}
+	m.chunks, m.cur, m.curLen = nil, -1, 0
 }
 
 // writeRecord copies r into the arena and returns its location (see loc).

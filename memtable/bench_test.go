@@ -29,10 +29,12 @@ func BenchmarkApplyBatch(b *testing.B) {
 	var key [16]byte
 	data := make([]byte, 0, perBatch*140)
 	m := New(1)
+	defer func() { m.Unref() }() // m is replaced as it fills
 	b.ReportAllocs()
 	b.SetBytes(16 + 100)
 	for i := 0; i < b.N; i += perBatch {
 		if m.Len() >= 256<<10 {
+			m.Unref()
 			m = New(1)
 		}
 		data = data[:format.BatchHeaderLen]
@@ -52,10 +54,12 @@ func BenchmarkInsertSeq(b *testing.B) {
 	var key [16]byte
 	data := make([]byte, 0, 256)
 	m := New(1)
+	defer func() { m.Unref() }() // m is replaced as it fills
 	b.ReportAllocs()
 	b.SetBytes(16 + 100)
 	for i := 0; i < b.N; i++ {
 		if m.Len() >= 256<<10 {
+			m.Unref()
 			m = New(1)
 		}
 		data = data[:format.BatchHeaderLen]
@@ -71,6 +75,7 @@ func BenchmarkInsertSeq(b *testing.B) {
 func BenchmarkGet(b *testing.B) {
 	const n = 200000
 	m := seqMemtable(n)
+	defer m.Unref()
 	rng := rand.New(rand.NewSource(1))
 	keys := make([][]byte, 4096)
 	for i := range keys {
@@ -88,6 +93,7 @@ func BenchmarkGet(b *testing.B) {
 // BenchmarkScan walks a 100k-row memtable with an iterator; each op is a row.
 func BenchmarkScan(b *testing.B) {
 	m := seqMemtable(100000)
+	defer m.Unref()
 	it := m.NewIter()
 	defer it.Close()
 	b.ReportAllocs()
@@ -122,6 +128,7 @@ func BenchmarkGetLongKey(b *testing.B) {
 		return append([]byte("tenant/0001/user/"), benchKey(d[:], i)[5:]...) // 28 bytes
 	}
 	m := New(1)
+	defer m.Unref()
 	val := make([]byte, 100)
 	for i := 0; i < n; i++ {
 		m.Add(&format.Row{Key: long(uint64(i)), Seq: uint64(i + 1), Value: val})

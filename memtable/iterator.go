@@ -36,7 +36,7 @@ func (it *iterator) fill(p entry, forward, inclusive bool) bool {
 		it.ents = append(it.ents, e)
 		return len(it.buf) < iterChunk
 	}
-	m.mu.RLock()
+	m.rlock()
 	if forward {
 		m.tree.AscendGreaterOrEqual(p, visit)
 	} else {
@@ -57,7 +57,7 @@ func (it *iterator) fillEnd(forward bool) bool {
 		it.ents = append(it.ents, e)
 		return len(it.buf) < iterChunk
 	}
-	m.mu.RLock()
+	m.rlock()
 	if forward {
 		m.tree.Ascend(visit)
 	} else {

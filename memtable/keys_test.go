@@ -61,6 +61,7 @@ func sameRow(a, b *format.Row) bool {
 func TestTrickyKeysMatchReference(t *testing.T) {
 	rng := rand.New(rand.NewSource(7))
 	m := New(1)
+	defer m.Unref()
 	var ref []format.Row
 	for seq := uint64(1); seq <= 3000; seq++ {
 		r := randomRow(rng, seq)
@@ -116,6 +117,7 @@ func TestTrickyKeysMatchReference(t *testing.T) {
 // key in a probe slot) from several goroutines while one writer inserts.
 func TestConcurrentLongKeySearches(t *testing.T) {
 	m := New(1)
+	defer m.Unref()
 	key := func(i int) []byte { return []byte(fmt.Sprintf("a-long-shared-prefix-%06d", i)) }
 	const n = 3000
 	var wg sync.WaitGroup

@@ -9,6 +9,14 @@
 // the arena. It accepts writes from one goroutine at a time (the engine's
 // commit leader) while any number of readers and iterators run concurrently. Rows are never removed, so a
 // reader that filters by sequence number sees a consistent view.
+//
+// Lifetime: the arena lives outside the Go heap and is freed by hand. New
+// returns a memtable holding one reference; each holder that may still read
+// it (the engine's list of memtables, a published read state, a flush) takes
+// its own with Ref and drops it with Unref, and the last Unref frees the
+// arena. Rows returned by Get and by iterators alias the arena, so they are
+// valid only while the reader holds a reference; a read after the last Unref
+// panics, and so may touching a row obtained before it.
 package memtable
 
 import (
@@ -42,6 +50,9 @@ type Memtable struct {
 	rows   atomic.Int64
 	logNum uint64 // WAL segment holding this memtable's rows
 
+	refs     atomic.Int32 // references; the arena is freed when they reach 0
+	released bool         // the arena is freed; guarded by mu
+
 	// Expiry summary, guarded by mu: whether a row with an expiry was
 	// added, the earliest commit time among such rows and their earliest
 	// deadline.
@@ -50,11 +61,61 @@ type Memtable struct {
 	minExpire     int64
 }
 
-// New returns an empty memtable whose rows are logged in WAL segment logNum.
+// New returns an empty memtable whose rows are logged in WAL segment logNum,
+// holding one reference that the caller drops with Unref.
 func New(logNum uint64) *Memtable {
 	m := &Memtable{cur: -1, logNum: logNum}
 	m.tree = btree.NewG(btreeDegree, m.less)
+	m.refs.Store(1)
 	return m
+}
+
+// Ref takes another reference: the arena stays readable until it is
+// dropped. The caller must already hold a reference (a memtable whose last
+// reference is gone cannot be revived: Ref panics).
+func (m *Memtable) Ref() {
+	if m.refs.Add(1) <= 1 {
+		m.refs.Add(-1)
+		panic("memtable: Ref of a released memtable")
+	}
+}
+
+// Unref drops a reference. The last one frees the arena, after which no
+// method but LogNum, Size, Len, Empty and ExpirySummary may be called, and
+// rows obtained from the memtable must no longer be touched. Unref panics if
+// the memtable has no reference left.
+func (m *Memtable) Unref() {
+	switch n := m.refs.Add(-1); {
+	case n < 0:
+		panic("memtable: Unref of a released memtable")
+	case n == 0:
+		m.mu.Lock()
+		m.released = true
+		m.freeArena()
+		// Drop the index too: a holder of a stale pointer to m (a closed
+		// iterator the caller keeps) must not pin tens of MB of tree nodes.
+		m.tree = nil
+		m.mu.Unlock()
+	}
+}
+
+// rlock takes mu for reading; if the arena was freed it lets go and panics,
+// so a recovered panic leaves the memtable usable for the checks that follow.
+func (m *Memtable) rlock() {
+	m.mu.RLock()
+	if m.released {
+		m.mu.RUnlock()
+		panic("memtable: read after the last Unref")
+	}
+}
+
+// lock takes mu for writing, or panics (unlocked) if the arena was freed.
+func (m *Memtable) lock() {
+	m.mu.Lock()
+	if m.released {
+		m.mu.Unlock()
+		panic("memtable: write after the last Unref")
+	}
 }
 
 // insert copies r into the arena and indexes it, returning the bytes it
@@ -113,7 +174,7 @@ func (m *Memtable) Empty() bool { return m.rows.Load() == 0 }
 // decoded from a checksummed WAL record); a malformed batch returns an error
 // and may leave a prefix of its rows inserted, so callers validate first.
 func (m *Memtable) ApplyBatch(data []byte) error {
-	m.mu.Lock()
+	m.lock()
 	defer m.mu.Unlock()
 	return m.applyLocked(data)
 }
@@ -124,7 +185,7 @@ func (m *Memtable) ApplyBatch(data []byte) error {
 // batch (see ApplyBatch) it stops there with an error, that batch possibly
 // inserted in part.
 func (m *Memtable) ApplyBatches(batches [][]byte) (int, error) {
-	m.mu.Lock()
+	m.lock()
 	defer m.mu.Unlock()
 	for i, data := range batches {
 		if err := m.applyLocked(data); err != nil {
@@ -157,7 +218,7 @@ func (m *Memtable) applyLocked(data []byte) error {
 
 // Add inserts one row, copying its key and value.
 func (m *Memtable) Add(r *format.Row) {
-	m.mu.Lock()
+	m.lock()
 	defer m.mu.Unlock()
 	m.noteExpiry(r)
 	m.size.Add(m.insert(r))
@@ -165,12 +226,13 @@ func (m *Memtable) Add(r *format.Row) {
 }
 
 // Get returns the newest row of ukey with Seq <= seq, tombstones included.
-// The returned row's bytes are immutable and may be retained.
+// The returned row's bytes are immutable and alias the arena: they may be
+// retained only while the caller holds a reference.
 func (m *Memtable) Get(ukey []byte, seq uint64) (format.Row, bool) {
 	var out format.Row
 	found := false
 	p := makePivot(ukey, seq)
-	m.mu.RLock()
+	m.rlock()
 	m.tree.AscendGreaterOrEqual(p, func(e entry) bool {
 		if m.sameKey(e, p) {
 			out, found = m.row(e), true
@@ -183,7 +245,8 @@ func (m *Memtable) Get(ukey []byte, seq uint64) (format.Row, bool) {
 }
 
 // NewIter returns an iterator over the memtable. It sees rows added after it
-// was created; callers filter by sequence number for a stable view.
+// was created; callers filter by sequence number for a stable view. The
+// iterator and its rows are valid while the caller holds a reference.
 func (m *Memtable) NewIter() format.Iterator {
 	return &iterator{m: m, buf: make([]format.Row, 0, iterChunk), ents: make([]entry, 0, iterChunk)}
 }

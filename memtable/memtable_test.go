@@ -24,6 +24,7 @@ func batchOf(seq uint64, kvs ...string) []byte {
 
 func TestGetNewestVisible(t *testing.T) {
 	m := New(1)
+	defer m.Unref()
 	for i, v := range []string{"a1", "a2", "a3"} {
 		if err := m.ApplyBatch(batchOf(uint64(10*(i+1)), "a", v)); err != nil {
 			t.Fatal(err)
@@ -52,6 +53,7 @@ func TestGetNewestVisible(t *testing.T) {
 func TestIteratorMatchesSortedSlice(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	m := New(1)
+	defer m.Unref()
 	var ref []format.Row
 	seq := uint64(1)
 	for i := 0; i < 500; i++ {
@@ -118,6 +120,7 @@ func bytesCmp(a, b []byte) int {
 
 func TestConcurrentReadersAndWriter(t *testing.T) {
 	m := New(1)
+	defer m.Unref()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -154,6 +157,7 @@ func TestConcurrentReadersAndWriter(t *testing.T) {
 
 func BenchmarkInsert(b *testing.B) {
 	m := New(1)
+	defer m.Unref()
 	data := make([]byte, 0, 256)
 	b.ReportAllocs()
 	b.SetBytes(16 + 100)
@@ -170,6 +174,7 @@ func BenchmarkInsert(b *testing.B) {
 
 func BenchmarkSeek(b *testing.B) {
 	m := New(1)
+	defer m.Unref()
 	for i := 0; i < 100000; i++ {
 		if err := m.ApplyBatch(batchOf(uint64(i+1), fmt.Sprintf("%016d", i), "value")); err != nil {
 			b.Fatal(err)
@@ -192,6 +197,7 @@ func BenchmarkSeek(b *testing.B) {
 // counts every row that went in.
 func TestApplyBatchesStopsAtMalformed(t *testing.T) {
 	m := New(1)
+	defer m.Unref()
 	bad := batchOf(30, "c", "3", "d", "4")
 	bad = bad[:len(bad)-1] // cut the last value short
 	n, err := m.ApplyBatches([][]byte{batchOf(10, "a", "1"), batchOf(20, "b", "2"), bad})
