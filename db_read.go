@@ -6,15 +6,17 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/sstable"
 )
 
 // Get returns the value of key, or ErrNotFound if the key has no live value
 // (never written, deleted or expired). The returned slice is the caller's.
 func (db *DB) Get(key []byte) ([]byte, error) {
-	r, err := db.lookup(key, latestSeq, db.clock.NowMillis())
+	r, ref, err := db.lookup(key, latestSeq, db.clock.NowMillis())
 	if err != nil {
 		return nil, err
 	}
+	defer ref.Release()
 	return append(make([]byte, 0, len(r.Value)), r.Value...), nil
 }
 
@@ -28,18 +30,20 @@ func (db *DB) TTL(key []byte) (remaining time.Duration, expires bool, err error)
 
 // getAt reads key at snapshot sequence seq and time now.
 func (db *DB) getAt(key []byte, seq uint64, now int64) ([]byte, error) {
-	r, err := db.lookup(key, seq, now)
+	r, ref, err := db.lookup(key, seq, now)
 	if err != nil {
 		return nil, err
 	}
+	defer ref.Release()
 	return append(make([]byte, 0, len(r.Value)), r.Value...), nil
 }
 
 func (db *DB) ttlAt(key []byte, seq uint64, now int64) (time.Duration, bool, error) {
-	r, err := db.lookup(key, seq, now)
+	r, ref, err := db.lookup(key, seq, now)
 	if err != nil {
 		return 0, false, err
 	}
+	ref.Release() // only the expiry is read
 	if !r.HasExpiry() {
 		return 0, false, nil
 	}
@@ -55,10 +59,12 @@ func (db *DB) ttlAt(key []byte, seq uint64, now int64) (time.Duration, bool, err
 const latestSeq = ^uint64(0)
 
 // lookup finds the newest version of key visible at seq (latestSeq: the
-// latest committed state) and returns it if it is live at now.
-func (db *DB) lookup(key []byte, seq uint64, now int64) (format.Row, error) {
+// latest committed state) and returns it if it is live at now. The row may
+// alias a cached block: the caller must release ref once done with it.
+func (db *DB) lookup(key []byte, seq uint64, now int64) (format.Row, sstable.BlockRef, error) {
+	var ref sstable.BlockRef
 	if err := checkReadKey(key); err != nil {
-		return format.Row{}, err
+		return format.Row{}, ref, err
 	}
 	var rs *readState
 	var err error
@@ -68,43 +74,46 @@ func (db *DB) lookup(key []byte, seq uint64, now int64) (format.Row, error) {
 		rs, err = db.loadReadState()
 	}
 	if err != nil {
-		return format.Row{}, err
+		return format.Row{}, ref, err
 	}
 	defer rs.release()
-	r, found, err := db.find(rs, key, seq)
+	r, ref, found, err := db.find(rs, key, seq)
 	if err != nil {
-		return format.Row{}, err
+		return format.Row{}, ref, err
 	}
 	db.metrics.gets.Add(1)
 	if !found || r.IsTombstone() {
-		return format.Row{}, ErrNotFound
+		ref.Release()
+		return format.Row{}, sstable.BlockRef{}, ErrNotFound
 	}
 	if r.ExpiredAt(now) {
+		ref.Release()
 		db.metrics.expiredOnRead.Add(1)
-		return format.Row{}, ErrNotFound
+		return format.Row{}, sstable.BlockRef{}, ErrNotFound
 	}
 	db.metrics.rowsRead.Add(1)
-	return r, nil
+	return r, ref, nil
 }
 
 // find returns the newest version of key with Seq <= seq, searching from
 // newest to oldest data: memtables, level 0 (newest table first), then each
 // sorted level.
-func (db *DB) find(rs *readState, key []byte, seq uint64) (format.Row, bool, error) {
+// A row found in a table comes with the reference that keeps its block.
+func (db *DB) find(rs *readState, key []byte, seq uint64) (format.Row, sstable.BlockRef, bool, error) {
 	if r, ok := rs.mem.Get(key, seq); ok {
-		return r, true, nil
+		return r, sstable.BlockRef{}, true, nil
 	}
 	for _, m := range rs.imm {
 		if r, ok := m.Get(key, seq); ok {
-			return r, true, nil
+			return r, sstable.BlockRef{}, true, nil
 		}
 	}
 	for _, t := range rs.v.levels[0] {
 		if t.Meta.SmallestSeq > seq || !t.Overlaps(key, key) {
 			continue
 		}
-		if r, ok, err := db.tableGet(t, key, seq); ok || err != nil {
-			return r, ok, err
+		if r, ref, ok, err := db.tableGet(t, key, seq); ok || err != nil {
+			return r, ref, ok, err
 		}
 	}
 	for l := 1; l < len(rs.v.levels); l++ {
@@ -112,26 +121,26 @@ func (db *DB) find(rs *readState, key []byte, seq uint64) (format.Row, bool, err
 		if t == nil {
 			continue
 		}
-		if r, ok, err := db.tableGet(t, key, seq); ok || err != nil {
-			return r, ok, err
+		if r, ref, ok, err := db.tableGet(t, key, seq); ok || err != nil {
+			return r, ref, ok, err
 		}
 	}
-	return format.Row{}, false, nil
+	return format.Row{}, sstable.BlockRef{}, false, nil
 }
 
-func (db *DB) tableGet(t *tableFile, key []byte, seq uint64) (format.Row, bool, error) {
+func (db *DB) tableGet(t *tableFile, key []byte, seq uint64) (format.Row, sstable.BlockRef, bool, error) {
 	if !t.reader.MayContain(key) {
 		db.metrics.bloomNegatives.Add(1)
-		return format.Row{}, false, nil
+		return format.Row{}, sstable.BlockRef{}, false, nil
 	}
-	r, ok, err := t.reader.GetAfterFilter(key, seq)
+	r, ref, ok, err := t.reader.GetAfterFilter(key, seq)
 	if err != nil {
-		return format.Row{}, false, err
+		return format.Row{}, ref, false, err
 	}
 	if !ok {
 		db.metrics.bloomFalsePositives.Add(1)
 	}
-	return r, ok, nil
+	return r, ref, ok, nil
 }
 
 func checkReadKey(key []byte) error {

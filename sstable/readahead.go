@@ -145,7 +145,7 @@ func (ra *readAhead) grow(maxSize int) {
 
 // readBlock returns the data block at h, which the index iterator is at;
 // forward says the iterator stepped to it from the block before.
-func (it *Iterator) readBlock(h blockHandle, forward bool) ([]byte, error) {
+func (it *Iterator) readBlock(h blockHandle, forward bool) (blockRef, error) {
 	r, ra := it.r, &it.ra
 	if it.raMax <= 0 {
 		return r.dataBlock(h, !it.noFill)
@@ -184,7 +184,7 @@ func (it *Iterator) readBlock(h blockHandle, forward bool) ([]byte, error) {
 }
 
 // fromWindow returns the block at h if a window holds it.
-func (it *Iterator) fromWindow(h blockHandle) (b []byte, err error, ok bool) {
+func (it *Iterator) fromWindow(h blockHandle) (b blockRef, err error, ok bool) {
 	ra := &it.ra
 	if w := ra.cur; w != nil {
 		if i := w.find(h.offset); i >= 0 {
@@ -199,22 +199,22 @@ func (it *Iterator) fromWindow(h blockHandle) (b []byte, err error, ok bool) {
 			return b, err, true
 		}
 	}
-	return nil, nil, false
+	return blockRef{}, nil, false
 }
 
 // take returns block i of window w, waiting for w's fetch, and starts the
 // background fetch of the following window once the iterator is past w's
 // first block.
-func (it *Iterator) take(w *raWindow, i int) ([]byte, error) {
+func (it *Iterator) take(w *raWindow, i int) (blockRef, error) {
 	if w.done != nil {
 		<-w.done
 	}
 	if err := w.errs[i]; err != nil {
-		return nil, err
+		return blockRef{}, err
 	}
-	b := w.blocks[i]
+	b := blockRef{b: w.blocks[i]}
 	if !it.noFill {
-		b = it.r.cacheBlock(w.handles[i], b)
+		b = it.r.cacheBlock(w.handles[i], b.b)
 	}
 	if i > 0 && w == it.ra.cur {
 		it.prefetch()
