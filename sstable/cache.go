@@ -232,22 +232,37 @@ func (c *Cache) get(k cacheKey) (blockRef, bool) {
 }
 
 // set copies block b into slab memory, inserts it and returns a reference
-// to it for the caller. If the cache already holds k, or is disabled or
-// closed, it returns b itself (a Go heap block, nothing to release).
+// to it for the caller. If the cache is disabled or closed, it returns b
+// itself (a Go heap block, nothing to release).
 func (c *Cache) set(k cacheKey, b []byte) blockRef {
 	if c == nil || c.c == nil || len(b) == 0 || c.closed.Load() {
 		return blockRef{b: b}
 	}
-	cb := &cachedBlock{buf: c.alloc.Alloc(len(b)), alloc: c.alloc}
+	cb := c.newBlock(len(b))
 	copy(cb.buf.B, b)
-	cb.refs.Store(2) // the cache's and the caller's
+	return c.insert(k, cb)
+}
+
+// newBlock returns an uncached block of n bytes of slab memory, with one
+// reference: its creator's.
+func (c *Cache) newBlock(n int) *cachedBlock {
+	cb := &cachedBlock{buf: c.alloc.Alloc(n), alloc: c.alloc}
+	cb.refs.Store(1)
+	return cb
+}
+
+// insert adds cb, which holds one reference (the caller's), to the cache
+// under k and returns the caller's reference to it. If k is already cached
+// cb stays out of the cache: the caller's reference is then its only one,
+// and the memory is freed at its release.
+func (c *Cache) insert(k cacheKey, cb *cachedBlock) blockRef {
+	cb.refs.Add(1) // the cache's
 	w := int64(cap(cb.buf.B))
 	c.size.Add(w)
 	if _, inserted := c.c.SetIfAbsent(k, cb); !inserted {
 		c.size.Add(-w)
-		cb.refs.Store(0)
-		c.alloc.Free(cb.buf)
-		return blockRef{b: b}
+		cb.refs.Add(-1)
+		return blockRef{b: cb.buf.B, c: cb}
 	}
 	if c.closed.Load() {
 		// Close may have emptied the cache before the insert: take it out
@@ -259,8 +274,10 @@ func (c *Cache) set(k cacheKey, b []byte) blockRef {
 
 // load returns the block for k from read, caching it; concurrent loads of
 // the same k share one call of read, and a load that starts after another
-// cached k returns the cached block. c must have a backing cache.
-func (c *Cache) load(k cacheKey, read func() ([]byte, error)) (blockRef, error) {
+// cached k returns the cached block. read decodes the block into a buffer
+// from the allocator it is given (slab memory). c must have a backing
+// cache.
+func (c *Cache) load(k cacheKey, read func(blockAlloc) ([]byte, error)) (blockRef, error) {
 	c.loadMu.Lock()
 	if l, ok := c.loading[k]; ok {
 		c.loadMu.Unlock()
@@ -292,11 +309,34 @@ func (c *Cache) load(k cacheKey, read func() ([]byte, error)) (blockRef, error) 
 		c.loadMu.Unlock()
 		l.wg.Done()
 	}()
-	b, err := read()
-	if err != nil {
+	var cb *cachedBlock
+	var alloc blockAlloc
+	if !c.closed.Load() {
+		alloc = func(n int) []byte {
+			if cb != nil {
+				cb.unref() // not expected: one buffer per block
+			}
+			cb = c.newBlock(n)
+			return cb.buf.B
+		}
+	}
+	b, err := read(alloc)
+	switch {
+	case err != nil:
+		if cb != nil {
+			cb.unref()
+		}
 		l.err = err
 		return blockRef{}, err
+	case cb != nil && len(b) > 0 && len(b) == len(cb.buf.B) && &b[0] == &cb.buf.B[0]:
+		l.b = c.insert(k, cb)
+	default:
+		// Decoded somewhere else (a block too large for the pooled read
+		// buffer, stored uncompressed): copy it in.
+		if cb != nil {
+			cb.unref()
+		}
+		l.b = c.set(k, b)
 	}
-	l.b = c.set(k, b)
 	return l.b, nil
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/format"
-	"github.com/mayflydb/mayfly/internal/slab"
 )
 
 func TestCacheMetrics(t *testing.T) {
@@ -181,7 +180,7 @@ func TestCacheLoadShared(t *testing.T) {
 	}
 	first := make(chan result)
 	go func() {
-		b, err := c.load(k, func() ([]byte, error) {
+		b, err := c.load(k, func(blockAlloc) ([]byte, error) {
 			close(started)
 			<-release
 			return block, nil
@@ -191,7 +190,7 @@ func TestCacheLoadShared(t *testing.T) {
 	<-started
 	second := make(chan result)
 	go func() {
-		b, err := c.load(k, func() ([]byte, error) {
+		b, err := c.load(k, func(blockAlloc) ([]byte, error) {
 			return nil, errors.New("second read of a block being loaded")
 		})
 		second <- result{b, err}
@@ -210,19 +209,19 @@ func TestCacheLoadShared(t *testing.T) {
 
 	k2 := cacheKey{id: k.id, off: 8192}
 	boom := errors.New("read failed")
-	if _, err := c.load(k2, func() ([]byte, error) { return nil, boom }); !errors.Is(err, boom) {
+	if _, err := c.load(k2, func(blockAlloc) ([]byte, error) { return nil, boom }); !errors.Is(err, boom) {
 		t.Fatalf("failed load: err = %v, want %v", err, boom)
 	}
 	if _, ok := c.get(k2); ok {
 		t.Fatal("a failed load left a cached block")
 	}
-	b, err := c.load(k2, func() ([]byte, error) { return []byte("retry"), nil })
+	b, err := c.load(k2, func(blockAlloc) ([]byte, error) { return []byte("retry"), nil })
 	if err != nil || string(b.b) != "retry" {
 		t.Fatalf("load after a failure = %q, %v", b.b, err)
 	}
 	b.release()
 	c.Close()
-	if st := c.AllocStats(); st != (slab.Stats{}) {
+	if st := c.AllocStats(); !st.Empty() {
 		t.Fatalf("after Close: allocator holds %+v", st)
 	}
 }

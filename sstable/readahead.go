@@ -84,7 +84,7 @@ func (r *Reader) fetchWindow(w *raWindow) {
 			w.errs[i] = r.readErr(int64(h.offset), err)
 			continue
 		}
-		w.blocks[i], w.errs[i] = r.decodeBlock(buf[lo:hi:hi], h, "data", true)
+		w.blocks[i], w.errs[i] = r.decodeBlock(buf[lo:hi:hi], h, "data", true, nil)
 	}
 }
 

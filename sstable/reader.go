@@ -180,6 +180,13 @@ func (r *Reader) readErr(off int64, err error) error {
 // allocates once; blocks larger than maxPooledReadBuf are read into a
 // buffer of their own instead, so the pool never keeps a huge one.
 func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
+	return r.readBlockInto(h, kind, nil)
+}
+
+// readBlockInto is readBlock decoding into a buffer from alloc (except a
+// block above maxPooledReadBuf stored uncompressed, which stays in its own
+// Go heap read buffer).
+func (r *Reader) readBlockInto(h blockHandle, kind string, alloc blockAlloc) ([]byte, error) {
 	if !h.within(uint64(r.size - FooterLen)) {
 		return nil, corruptf(r.name, int64(h.offset), "%s block handle %d+%d outside the file", kind, h.offset, h.length)
 	}
@@ -189,7 +196,7 @@ func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 		if err := r.readAt(buf, int64(h.offset)); err != nil {
 			return nil, err
 		}
-		return r.decodeBlock(buf, h, kind, false)
+		return r.decodeBlock(buf, h, kind, false, alloc)
 	}
 	bp, _ := readBufPool.Get().(*[]byte)
 	if bp == nil {
@@ -203,7 +210,7 @@ func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 	if err := r.readAt(buf, int64(h.offset)); err != nil {
 		return nil, err
 	}
-	return r.decodeBlock(buf, h, kind, true)
+	return r.decodeBlock(buf, h, kind, true, alloc)
 }
 
 // readBufPool recycles the buffers blocks are read into before they are
@@ -214,19 +221,22 @@ var readBufPool sync.Pool // *[]byte
 const maxPooledReadBuf = 256 << 10
 
 // decodeBlock verifies the trailer of the block at h, whose stored bytes
-// and trailer are buf, and returns its decoded bytes. An uncompressed block
-// aliases buf unless copyRaw is set, in which case it gets a buffer of its
-// own (so that a block cut out of a larger read does not pin that read).
-func (r *Reader) decodeBlock(buf []byte, h blockHandle, kind string, copyRaw bool) ([]byte, error) {
+// and trailer are buf, and returns its decoded bytes, in a buffer from alloc.
+// An uncompressed block aliases buf unless copyRaw is set, in which case it
+// gets a buffer of its own (so that a block cut out of a larger read does
+// not pin that read).
+func (r *Reader) decodeBlock(buf []byte, h blockHandle, kind string, copyRaw bool, alloc blockAlloc) ([]byte, error) {
 	n := int(h.length)
 	typ := buf[n]
 	if got, want := binary.LittleEndian.Uint32(buf[n+1:]), crc32.Checksum(buf[:n+1], castagnoli); got != want {
 		return nil, corruptf(r.name, int64(h.offset), "%s block checksum mismatch: stored %#08x, computed %#08x", kind, got, want)
 	}
 	if copyRaw && Compression(typ) == NoCompression {
-		return decompress(typ, bytes.Clone(buf[:n:n]), r.name, int64(h.offset))
+		b := alloc.get(n)
+		copy(b, buf[:n])
+		return b, nil
 	}
-	return decompress(typ, buf[:n:n], r.name, int64(h.offset))
+	return decompress(typ, buf[:n:n], r.name, int64(h.offset), alloc)
 }
 
 // dataBlock returns the decoded data block at h, through the cache; with
@@ -258,8 +268,8 @@ func (r *Reader) readDataBlock(h blockHandle, fill bool) (blockRef, error) {
 		b, err := r.readBlock(h, "data")
 		return blockRef{b: b}, err
 	}
-	return r.cache.load(cacheKey{id: r.cacheID, off: h.offset}, func() ([]byte, error) {
-		return r.readBlock(h, "data")
+	return r.cache.load(cacheKey{id: r.cacheID, off: h.offset}, func(alloc blockAlloc) ([]byte, error) {
+		return r.readBlockInto(h, "data", alloc)
 	})
 }
 

@@ -119,6 +119,15 @@ type Stats struct {
 	// Bufs and BufBytes count the buffers handed out and not freed, by their
 	// class size (the memory they take up in their slab).
 	Bufs, BufBytes int64
+	// SlabMaps counts the slabs ever mapped (a system call each, and page
+	// faults as their pages are first written).
+	SlabMaps int64
+}
+
+// Empty reports whether the counters show no memory held: no slab, no
+// large buffer, no buffer handed out.
+func (s Stats) Empty() bool {
+	return s.Slabs == 0 && s.Large == 0 && s.SlabBytes == 0 && s.LargeBytes == 0 && s.Bufs == 0 && s.BufBytes == 0
 }
 
 // Allocator hands out Bufs. It is safe for concurrent use. The zero value is
@@ -162,6 +171,7 @@ func (a *Allocator) Alloc(n int) Buf {
 		c.empty++
 		a.stats.Slabs++
 		a.stats.SlabBytes += SlabSize
+		a.stats.SlabMaps++
 	}
 	s := c.partial[len(c.partial)-1]
 	var i int32

@@ -81,7 +81,7 @@ func TestEveryClass(t *testing.T) {
 		t.Fatalf("no slab kept after freeing all: %+v", st)
 	}
 	a.Close()
-	if st := a.Stats(); st != (Stats{}) {
+	if st := a.Stats(); !st.Empty() {
 		t.Fatalf("after Close: %+v", st)
 	}
 	if m, n := manual.Allocated(); m != m0 || n != n0 {
