@@ -26,7 +26,7 @@ func TestClassOf(t *testing.T) {
 	if got := classSizes[len(classSizes)-1]; got != MaxClassSize {
 		t.Fatalf("largest class %d, want %d", got, MaxClassSize)
 	}
-	if ClassSize(4097) != 4608 || ClassSize(MaxClassSize+1) != MaxClassSize+pageSize {
+	if len(classSizes) != 94 || ClassSize(4097) != 4224 || ClassSize(4129) != 4224 || ClassSize(MaxClassSize+1) != MaxClassSize+pageSize {
 		t.Fatalf("ClassSize(4097) = %d, ClassSize(%d) = %d", ClassSize(4097), MaxClassSize+1, ClassSize(MaxClassSize+1))
 	}
 }
