@@ -237,3 +237,53 @@ func TestCacheLoadIntoSlab(t *testing.T) {
 		t.Fatalf("after Close: %+v", st)
 	}
 }
+
+// TestReadAheadWindowsFreed moves an iterator that reads ahead into slab
+// memory forward, back and across seeks, so windows are dropped with blocks
+// not yet reached (some while their fetch runs), and checks every row read
+// and that no slab block is left once the iterator is closed and the cache
+// emptied.
+func TestReadAheadWindowsFreed(t *testing.T) {
+	rows := genRows(1500, 11)
+	data, props := buildTable(t, rows, WriterOptions{BlockSize: 512})
+	if props.NumDataBlocks < 50 {
+		t.Fatalf("%d blocks", props.NumDataBlocks)
+	}
+	cache := NewCache(1 << 20)
+	r, err := Open(newMemObject(data), ReaderOptions{Cache: cache, Name: testName, FileNum: 1, ReadAhead: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it := r.NewIter().(*Iterator)
+	check := func(ok bool, i int, what string) {
+		t.Helper()
+		if !ok || !rowsEqual(it.Row(), &rows[i]) {
+			t.Fatalf("%s: at %d got %v %s (err %v), want %s", what, i, ok, fmtRow(it.Row()), it.Error(), fmtRow(&rows[i]))
+		}
+	}
+	for round := range 4 {
+		start := firstGE(rows, rows[round*300].Key)
+		check(it.SeekGE(rows[start].Key), start, "SeekGE")
+		i := start
+		for step := 0; step < 200+round*37; step++ {
+			i++
+			check(it.Next(), i, "Next")
+		}
+		for range 30 {
+			i--
+			check(it.Prev(), i, "Prev")
+		}
+		evictAll(cache) // blocks taken from windows leave the cache at once
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	evictAll(cache)
+	if st := cache.AllocStats(); st.Bufs != 0 {
+		t.Fatalf("%d slab blocks left after the iterator closed and the cache emptied", st.Bufs)
+	}
+	cache.Close()
+	if st := cache.AllocStats(); !st.Empty() {
+		t.Fatalf("after Close: %+v", st)
+	}
+}
