@@ -259,6 +259,9 @@ func (db *DB) Close() error {
 	db.mu.Unlock()
 	db.tail.release()
 	db.manifestMu.Unlock()
+	// Cached blocks live outside the Go heap: give them back (blocks that
+	// open iterators hold are freed when those release them).
+	db.cache.Close()
 	errs = append(errs, db.lock.Close())
 	if db.ownsFS {
 		errs = append(errs, db.store.Close())

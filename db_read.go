@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/sstable"
 )
 
 // Get returns the value of key, or ErrNotFound if the key has no live value
@@ -56,9 +57,10 @@ const latestSeq = ^uint64(0)
 
 // lookup finds the newest version of key visible at seq (latestSeq: the
 // latest committed state) and returns it if it is live at now. The row's
-// bytes may alias a memtable arena or a cached block, which only the read
-// state keeps alive, so none leave: the returned row has no Key, and its
-// Value is a fresh copy the caller owns when withValue is set, else nil.
+// bytes may alias a memtable arena, which only the read state keeps alive,
+// or a cached block, which only its block reference does, so none leave:
+// the returned row has no Key, and its Value is a fresh copy the caller
+// owns when withValue is set, else nil.
 func (db *DB) lookup(key []byte, seq uint64, now int64, withValue bool) (format.Row, error) {
 	if err := checkReadKey(key); err != nil {
 		return format.Row{}, err
@@ -74,7 +76,8 @@ func (db *DB) lookup(key []byte, seq uint64, now int64, withValue bool) (format.
 		return format.Row{}, err
 	}
 	defer rs.release()
-	r, found, err := db.find(rs, key, seq)
+	r, ref, found, err := db.find(rs, key, seq)
+	defer ref.Release()
 	if err != nil {
 		return format.Row{}, err
 	}
@@ -99,21 +102,22 @@ func (db *DB) lookup(key []byte, seq uint64, now int64, withValue bool) (format.
 // find returns the newest version of key with Seq <= seq, searching from
 // newest to oldest data: memtables, level 0 (newest table first), then each
 // sorted level.
-func (db *DB) find(rs *readState, key []byte, seq uint64) (format.Row, bool, error) {
+// A row found in a table comes with the reference that keeps its block.
+func (db *DB) find(rs *readState, key []byte, seq uint64) (format.Row, sstable.BlockRef, bool, error) {
 	if r, ok := rs.mem.Get(key, seq); ok {
-		return r, true, nil
+		return r, sstable.BlockRef{}, true, nil
 	}
 	for _, m := range rs.imm {
 		if r, ok := m.Get(key, seq); ok {
-			return r, true, nil
+			return r, sstable.BlockRef{}, true, nil
 		}
 	}
 	for _, t := range rs.v.levels[0] {
 		if t.Meta.SmallestSeq > seq || !t.Overlaps(key, key) {
 			continue
 		}
-		if r, ok, err := db.tableGet(t, key, seq); ok || err != nil {
-			return r, ok, err
+		if r, ref, ok, err := db.tableGet(t, key, seq); ok || err != nil {
+			return r, ref, ok, err
 		}
 	}
 	for l := 1; l < len(rs.v.levels); l++ {
@@ -121,26 +125,26 @@ func (db *DB) find(rs *readState, key []byte, seq uint64) (format.Row, bool, err
 		if t == nil {
 			continue
 		}
-		if r, ok, err := db.tableGet(t, key, seq); ok || err != nil {
-			return r, ok, err
+		if r, ref, ok, err := db.tableGet(t, key, seq); ok || err != nil {
+			return r, ref, ok, err
 		}
 	}
-	return format.Row{}, false, nil
+	return format.Row{}, sstable.BlockRef{}, false, nil
 }
 
-func (db *DB) tableGet(t *tableFile, key []byte, seq uint64) (format.Row, bool, error) {
+func (db *DB) tableGet(t *tableFile, key []byte, seq uint64) (format.Row, sstable.BlockRef, bool, error) {
 	if !t.reader.MayContain(key) {
 		db.metrics.bloomNegatives.Add(1)
-		return format.Row{}, false, nil
+		return format.Row{}, sstable.BlockRef{}, false, nil
 	}
-	r, ok, err := t.reader.GetAfterFilter(key, seq)
+	r, ref, ok, err := t.reader.GetAfterFilter(key, seq)
 	if err != nil {
-		return format.Row{}, false, err
+		return format.Row{}, ref, false, err
 	}
 	if !ok {
 		db.metrics.bloomFalsePositives.Add(1)
 	}
-	return r, ok, nil
+	return r, ref, ok, nil
 }
 
 func checkReadKey(key []byte) error {

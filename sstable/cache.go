@@ -4,14 +4,35 @@ package sstable
 //
 // One Cache is shared by all the readers of a DB. It maps
 // (reader cache id, block offset) to the decoded (decompressed, CRC-checked)
-// bytes of a data block, and is bounded by the total length of the blocks it
-// holds. A cached block is immutable: it is never written to or reused, so
-// rows that alias it stay valid for as long as they are referenced.
+// bytes of a data block, and is bounded by the memory the blocks take up.
+//
+// Cached blocks live outside the Go heap, in slabs of an internal/slab
+// Allocator owned by the Cache, so that a full cache costs its budget in
+// resident memory rather than up to twice that under GOGC, and an evicted
+// block's memory is reused at once instead of waiting for a collection.
+// Their lifetime is therefore managed by hand, with a reference count kept
+// on the Go heap beside the block (cachedBlock):
+//
+//   - the cache holds one reference while the block is in it; eviction,
+//     Invalidate and Close drop it;
+//   - a reader takes one for as long as it uses the block's bytes (a
+//     block iterator while positioned in the block, a point lookup until its
+//     caller has copied the value out) and drops it with blockRef.release;
+//   - a lookup that finds a block whose count already reached zero (being
+//     freed) treats it as a miss: a reference is only ever taken from a
+//     count above zero (tryRef), so a freed block is never resurrected;
+//   - the last release gives the memory back to the slab allocator.
+//
+// Blocks that are not cached (no cache, compaction iterators' misses,
+// read-ahead windows not yet reached) stay Go heap slices; their blockRef
+// has no cachedBlock and release does nothing, so every reader follows one
+// code path.
 
 import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mayflydb/mayfly/internal/slab"
 	"github.com/maypok86/otter/v2"
 )
 
@@ -41,14 +62,75 @@ func (s *stripedCounter) load() uint64 {
 	return t
 }
 
+// cachedBlock is a block in slab memory and its reference count. The
+// struct itself is on the Go heap, so checking the count of a block that
+// was freed is always safe.
+type cachedBlock struct {
+	refs  atomic.Int32
+	buf   slab.Buf
+	alloc *slab.Allocator
+}
+
+// tryRef takes a reference unless the count already reached zero.
+func (cb *cachedBlock) tryRef() bool {
+	for {
+		n := cb.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if cb.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// unref drops a reference, freeing the block's memory with the last one.
+func (cb *cachedBlock) unref() {
+	switch n := cb.refs.Add(-1); {
+	case n == 0:
+		cb.alloc.Free(cb.buf)
+		cb.buf = slab.Buf{}
+	case n < 0:
+		panic("sstable: cached block released more often than referenced")
+	}
+}
+
+// blockRef is a reader's hold on a decoded block: b is valid until
+// release. For a block outside the cache (c nil) release does nothing.
+type blockRef struct {
+	b []byte
+	c *cachedBlock
+}
+
+// release drops the reference; b must not be used afterwards.
+func (r blockRef) release() {
+	if r.c != nil {
+		r.c.unref()
+	}
+}
+
+// BlockRef keeps the block that a row returned by Reader.GetAfterFilter
+// aliases alive. Release it once the row's key and value are no longer
+// used; the zero BlockRef's Release does nothing.
+type BlockRef struct{ c *cachedBlock }
+
+// Release drops the reference. It must be called at most once.
+func (r BlockRef) Release() {
+	if r.c != nil {
+		r.c.unref()
+	}
+}
+
 // Cache is a block cache with a byte budget, safe for concurrent use. A nil
 // *Cache, or one of capacity 0, caches nothing.
 type Cache struct {
-	c      *otter.Cache[cacheKey, []byte]
+	c      *otter.Cache[cacheKey, *cachedBlock]
+	alloc  *slab.Allocator
 	hits   stripedCounter
 	misses stripedCounter
 	size   atomic.Int64
 	nextID atomic.Uint64
+	closed atomic.Bool
 	// loading makes concurrent misses of one block read it once: on an
 	// object store each miss is a ranged GET.
 	loadMu  sync.Mutex
@@ -59,14 +141,16 @@ type Cache struct {
 // block wait for.
 type blockLoad struct {
 	wg  sync.WaitGroup
-	b   []byte
+	b   blockRef // the loader's reference; waiters take their own
 	err error
 }
 
 // CacheMetrics is a snapshot of a cache's counters.
 type CacheMetrics struct {
 	Hits, Misses uint64
-	SizeBytes    int64 // bytes of blocks held
+	// SizeBytes is the memory the blocks held take up (each block's slab
+	// size class, a little above its length).
+	SizeBytes int64
 }
 
 // NewCache returns a cache holding at most about capacityBytes of blocks.
@@ -76,14 +160,38 @@ func NewCache(capacityBytes int64) *Cache {
 	if capacityBytes <= 0 {
 		return c
 	}
-	c.c = otter.Must(&otter.Options[cacheKey, []byte]{
+	c.alloc = slab.New()
+	c.c = otter.Must(&otter.Options[cacheKey, *cachedBlock]{
 		MaximumWeight: uint64(capacityBytes),
-		Weigher:       func(_ cacheKey, v []byte) uint32 { return uint32(len(v)) },
-		OnAtomicDeletion: func(e otter.DeletionEvent[cacheKey, []byte]) {
-			c.size.Add(-int64(len(e.Value)))
+		Weigher:       func(_ cacheKey, v *cachedBlock) uint32 { return uint32(cap(v.buf.B)) },
+		OnAtomicDeletion: func(e otter.DeletionEvent[cacheKey, *cachedBlock]) {
+			c.size.Add(-int64(cap(e.Value.buf.B)))
+			e.Value.unref()
 		},
 	})
 	return c
+}
+
+// Close empties the cache and stops it from caching: blocks that readers
+// still hold stay valid until released, and their memory is returned then.
+// Readers may go on using a closed cache; they read every block from its
+// file. Close is idempotent; a nil Cache's Close does nothing.
+func (c *Cache) Close() {
+	if c == nil || c.c == nil || c.closed.Swap(true) {
+		return
+	}
+	c.c.InvalidateAll()
+	c.alloc.Close()
+}
+
+// AllocStats returns the counters of the slab allocator behind the cache
+// (zero for a cache of capacity 0). Tests use it to check that every block
+// is given back.
+func (c *Cache) AllocStats() slab.Stats {
+	if c == nil || c.alloc == nil {
+		return slab.Stats{}
+	}
+	return c.alloc.Stats()
 }
 
 // Metrics returns the cache's counters.
@@ -100,46 +208,91 @@ func (c *Cache) newID() uint64 {
 	return 1<<63 | c.nextID.Add(1)
 }
 
-func (c *Cache) get(k cacheKey) ([]byte, bool) {
+// lookup returns a reference to the cached block for k, if the cache holds
+// one that is not being freed.
+func (c *Cache) lookup(k cacheKey) (blockRef, bool) {
+	if cb, ok := c.c.GetIfPresent(k); ok && cb.tryRef() {
+		return blockRef{b: cb.buf.B, c: cb}, true
+	}
+	return blockRef{}, false
+}
+
+func (c *Cache) get(k cacheKey) (blockRef, bool) {
 	if c == nil {
-		return nil, false
+		return blockRef{}, false
 	}
 	if c.c != nil {
-		if b, ok := c.c.GetIfPresent(k); ok {
+		if b, ok := c.lookup(k); ok {
 			c.hits.add(k.stripe())
 			return b, true
 		}
 	}
 	c.misses.add(k.stripe())
-	return nil, false
+	return blockRef{}, false
 }
 
-// set inserts block b (which must never be modified afterwards) and returns
-// the cached block for k: b, or a block another reader inserted first.
-func (c *Cache) set(k cacheKey, b []byte) []byte {
-	if c == nil || c.c == nil {
-		return b
+// set copies block b into slab memory, inserts it and returns a reference
+// to it for the caller. If the cache is disabled or closed, it returns b
+// itself (a Go heap block, nothing to release).
+func (c *Cache) set(k cacheKey, b []byte) blockRef {
+	if c == nil || c.c == nil || len(b) == 0 || c.closed.Load() {
+		return blockRef{b: b}
 	}
-	c.size.Add(int64(len(b)))
-	v, inserted := c.c.SetIfAbsent(k, b)
-	if !inserted {
-		c.size.Add(-int64(len(b)))
+	cb := c.newBlock(len(b))
+	copy(cb.buf.B, b)
+	return c.insert(k, cb)
+}
+
+// newBlock returns an uncached block of n bytes of slab memory, with one
+// reference: its creator's.
+func (c *Cache) newBlock(n int) *cachedBlock {
+	cb := &cachedBlock{buf: c.alloc.Alloc(n), alloc: c.alloc}
+	cb.refs.Store(1)
+	return cb
+}
+
+// insert adds cb, which holds one reference (the caller's), to the cache
+// under k and returns the caller's reference to it. If k is already cached
+// cb stays out of the cache: the caller's reference is then its only one,
+// and the memory is freed at its release.
+func (c *Cache) insert(k cacheKey, cb *cachedBlock) blockRef {
+	cb.refs.Add(1) // the cache's
+	w := int64(cap(cb.buf.B))
+	c.size.Add(w)
+	if _, inserted := c.c.SetIfAbsent(k, cb); !inserted {
+		c.size.Add(-w)
+		cb.refs.Add(-1)
+		return blockRef{b: cb.buf.B, c: cb}
 	}
-	return v
+	if c.closed.Load() {
+		// Close may have emptied the cache before the insert: take it out
+		// again so its memory is not left behind.
+		c.c.Invalidate(k)
+	}
+	return blockRef{b: cb.buf.B, c: cb}
 }
 
 // load returns the block for k from read, caching it; concurrent loads of
 // the same k share one call of read, and a load that starts after another
-// cached k returns the cached block. c must have a backing cache.
-func (c *Cache) load(k cacheKey, read func() ([]byte, error)) ([]byte, error) {
+// cached k returns the cached block. read decodes the block into a buffer
+// from the allocator it is given (slab memory). c must have a backing
+// cache.
+func (c *Cache) load(k cacheKey, read func(blockAlloc) ([]byte, error)) (blockRef, error) {
 	c.loadMu.Lock()
 	if l, ok := c.loading[k]; ok {
 		c.loadMu.Unlock()
 		l.wg.Wait()
-		return l.b, l.err
+		if l.err != nil {
+			return blockRef{}, l.err
+		}
+		if l.b.c == nil || l.b.c.tryRef() {
+			return l.b, nil
+		}
+		// Evicted and freed since: read it again.
+		return c.load(k, read)
 	}
 	// A load that finished between the caller's miss and here.
-	if b, ok := c.c.GetIfPresent(k); ok {
+	if b, ok := c.lookup(k); ok {
 		c.loadMu.Unlock()
 		return b, nil
 	}
@@ -156,11 +309,34 @@ func (c *Cache) load(k cacheKey, read func() ([]byte, error)) ([]byte, error) {
 		c.loadMu.Unlock()
 		l.wg.Done()
 	}()
-	l.b, l.err = read()
-	if l.err != nil {
-		l.b = nil
-		return nil, l.err
+	var cb *cachedBlock
+	var alloc blockAlloc
+	if !c.closed.Load() {
+		alloc = func(n int) []byte {
+			if cb != nil {
+				cb.unref() // not expected: one buffer per block
+			}
+			cb = c.newBlock(n)
+			return cb.buf.B
+		}
 	}
-	l.b = c.set(k, l.b)
+	b, err := read(alloc)
+	switch {
+	case err != nil:
+		if cb != nil {
+			cb.unref()
+		}
+		l.err = err
+		return blockRef{}, err
+	case cb != nil && len(b) > 0 && len(b) == len(cb.buf.B) && &b[0] == &cb.buf.B[0]:
+		l.b = c.insert(k, cb)
+	default:
+		// Decoded somewhere else (a block too large for the pooled read
+		// buffer, stored uncompressed): copy it in.
+		if cb != nil {
+			cb.unref()
+		}
+		l.b = c.set(k, b)
+	}
 	return l.b, nil
 }

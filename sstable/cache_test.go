@@ -175,12 +175,12 @@ func TestCacheLoadShared(t *testing.T) {
 	block := []byte("block bytes")
 	started, release := make(chan struct{}), make(chan struct{})
 	type result struct {
-		b   []byte
+		b   blockRef
 		err error
 	}
 	first := make(chan result)
 	go func() {
-		b, err := c.load(k, func() ([]byte, error) {
+		b, err := c.load(k, func(blockAlloc) ([]byte, error) {
 			close(started)
 			<-release
 			return block, nil
@@ -190,29 +190,38 @@ func TestCacheLoadShared(t *testing.T) {
 	<-started
 	second := make(chan result)
 	go func() {
-		b, err := c.load(k, func() ([]byte, error) {
+		b, err := c.load(k, func(blockAlloc) ([]byte, error) {
 			return nil, errors.New("second read of a block being loaded")
 		})
 		second <- result{b, err}
 	}()
 	close(release)
-	for _, ch := range []chan result{first, second} {
-		r := <-ch
-		if r.err != nil || len(r.b) == 0 || &r.b[0] != &block[0] {
-			t.Fatalf("load = %q, %v; want the first load's block", r.b, r.err)
-		}
+	r1, r2 := <-first, <-second
+	if r1.err != nil || r2.err != nil || string(r1.b.b) != string(block) || r1.b.c == nil || r2.b.c != r1.b.c {
+		t.Fatalf("loads = %q (%p), %v and %q (%p), %v; want the first load's cached block twice",
+			r1.b.b, r1.b.c, r1.err, r2.b.b, r2.b.c, r2.err)
 	}
+	if n := r1.b.c.refs.Load(); n != 3 {
+		t.Fatalf("cached block has %d references, want 3 (the cache's and each load's)", n)
+	}
+	r1.b.release()
+	r2.b.release()
 
 	k2 := cacheKey{id: k.id, off: 8192}
 	boom := errors.New("read failed")
-	if _, err := c.load(k2, func() ([]byte, error) { return nil, boom }); !errors.Is(err, boom) {
+	if _, err := c.load(k2, func(blockAlloc) ([]byte, error) { return nil, boom }); !errors.Is(err, boom) {
 		t.Fatalf("failed load: err = %v, want %v", err, boom)
 	}
 	if _, ok := c.get(k2); ok {
 		t.Fatal("a failed load left a cached block")
 	}
-	b, err := c.load(k2, func() ([]byte, error) { return []byte("retry"), nil })
-	if err != nil || string(b) != "retry" {
-		t.Fatalf("load after a failure = %q, %v", b, err)
+	b, err := c.load(k2, func(blockAlloc) ([]byte, error) { return []byte("retry"), nil })
+	if err != nil || string(b.b) != "retry" {
+		t.Fatalf("load after a failure = %q, %v", b.b, err)
+	}
+	b.release()
+	c.Close()
+	if st := c.AllocStats(); !st.Empty() {
+		t.Fatalf("after Close: allocator holds %+v", st)
 	}
 }

@@ -116,10 +116,22 @@ func compress(dst, src []byte, c Compression) (out []byte, typ Compression, buf 
 	return out, c, out[:0], nil
 }
 
-// decompress decodes a block stored with compression typ. The result never
-// aliases src unless typ is NoCompression. Errors are corruption errors
-// naming file and the block offset.
-func decompress(typ byte, src []byte, file string, off int64) ([]byte, error) {
+// blockAlloc returns the buffer of n bytes a block is decoded into (slab
+// memory for a block about to be cached); nil allocates on the Go heap.
+type blockAlloc func(n int) []byte
+
+func (a blockAlloc) get(n int) []byte {
+	if a == nil || n == 0 {
+		return make([]byte, n)
+	}
+	return a(n)
+}
+
+// decompress decodes a block stored with compression typ into a buffer from
+// alloc. The result never aliases src unless typ is NoCompression (then it
+// is src). Errors are corruption errors naming file and the block offset;
+// alloc is only called once the decoded size has been checked.
+func decompress(typ byte, src []byte, file string, off int64, alloc blockAlloc) ([]byte, error) {
 	switch Compression(typ) {
 	case NoCompression:
 		return src, nil
@@ -136,7 +148,7 @@ func decompress(typ byte, src []byte, file string, off int64) ([]byte, error) {
 		if n > maxSnappyRatio*len(src) {
 			return nil, corruptf(file, off, "snappy block of %d bytes claims %d decoded bytes", len(src), n)
 		}
-		dst := make([]byte, n)
+		dst := alloc.get(n)
 		out, err := s2.Decode(dst, src)
 		if err != nil {
 			return nil, corruptf(file, off, "snappy block: %v", err)
@@ -161,15 +173,18 @@ func decompress(typ byte, src []byte, file string, off int64) ([]byte, error) {
 			return nil, corruptf(file, off, "zstd block decodes to %d bytes, above the %d limit", h.FrameContentSize, MaxBlockSize)
 		}
 		n := int(h.FrameContentSize)
-		dst := make([]byte, 0, n)
-		out, err := dec.DecodeAll(src, dst)
+		dst := alloc.get(n)
+		out, err := dec.DecodeAll(src, dst[:0])
 		if err != nil {
 			return nil, corruptf(file, off, "zstd block: %v", err)
 		}
 		if len(out) != n {
 			return nil, corruptf(file, off, "zstd block decoded to %d bytes, want %d", len(out), n)
 		}
-		return out, nil
+		if n > 0 && &out[0] != &dst[0] {
+			copy(dst, out) // the decoder did not decode in place
+		}
+		return dst, nil
 	}
 	return nil, corruptf(file, off, "unknown block compression type %d", typ)
 }

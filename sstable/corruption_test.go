@@ -230,7 +230,7 @@ func reseal(data []byte) []byte {
 	if !idx.within(end) {
 		return d
 	}
-	b, err := decompress(d[idx.offset+idx.length], d[idx.offset:idx.offset+idx.length], "", 0)
+	b, err := decompress(d[idx.offset+idx.length], d[idx.offset:idx.offset+idx.length], "", 0, nil)
 	if err != nil {
 		return d
 	}

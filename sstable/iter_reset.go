@@ -9,6 +9,7 @@ func (it *Iterator) Reset(r *Reader) {
 	if it.r != nil {
 		it.closeReadAhead()
 	}
+	it.releaseBlock()
 	index, data, seekKey, noFill := it.index, it.data, it.seekKey[:0], it.noFill
 	*it = Iterator{r: r, seekKey: seekKey, noFill: noFill, raMax: r.raMax}
 	if noFill {

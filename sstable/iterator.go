@@ -18,8 +18,10 @@ import (
 )
 
 // Iterator walks a table's rows in internal-key order. It implements
-// format.Iterator. Row keys alias the iterator's buffers or a block and are
-// valid until the next positioning call; values alias an immutable block.
+// format.Iterator. Row keys alias the iterator's buffers or a block, and
+// values a block; both are valid until the next positioning call (or Close
+// or Reset), since the iterator holds its current block only while it is
+// positioned in it (see the block lifetime rule in cache.go).
 //
 // Next on an iterator exhausted backwards moves to the first row, and Prev
 // on one exhausted forwards moves to the last row; Next and Prev on an
@@ -28,7 +30,8 @@ type Iterator struct {
 	r       *Reader
 	index   blockIter
 	data    blockIter
-	dataOff uint64 // offset of the block data iterates; valid if loaded
+	dataOff uint64   // offset of the block data iterates; valid if loaded
+	blk     blockRef // the block data iterates, held until the next one loads
 	loaded  bool
 	pos     iterPos
 	seekKey []byte
@@ -79,7 +82,14 @@ func (it *Iterator) fail(err error) bool {
 	it.pos = posNone
 	it.loaded = false
 	it.data = blockIter{keyBuf: it.data.keyBuf[:0]}
+	it.releaseBlock()
 	return false
+}
+
+// releaseBlock drops the iterator's reference to its current block.
+func (it *Iterator) releaseBlock() {
+	it.blk.release()
+	it.blk = blockRef{}
 }
 
 // loadBlock points the data iterator at the block of the current index
@@ -99,7 +109,9 @@ func (it *Iterator) loadBlock(forward bool) bool {
 	if err != nil {
 		return it.fail(err)
 	}
-	if err := it.data.init(b, it.r.name, int64(h.offset), false); err != nil {
+	it.blk.release()
+	it.blk = b
+	if err := it.data.init(b.b, it.r.name, int64(h.offset), false); err != nil {
 		return it.fail(err)
 	}
 	it.loaded, it.dataOff = true, h.offset
@@ -255,6 +267,7 @@ func (it *Iterator) Close() error {
 	if it.r != nil {
 		it.closeReadAhead()
 	}
+	it.releaseBlock()
 	err := it.err
 	*it = Iterator{err: err, pos: posNone}
 	return err

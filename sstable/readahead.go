@@ -26,10 +26,13 @@ package sstable
 //     undecodable or outside the data blocks stops read-ahead, and the
 //     iterator reads that block alone and reports it as it always did.
 //   - Blocks read ahead are checked (CRC) and decoded like any other, on the
-//     fetching goroutine. They enter the block cache only when the iterator
-//     reaches them, so read-ahead caches nothing a scan without it would not
-//     have cached; blocks fetched but never reached are dropped with their
-//     window.
+//     fetching goroutine: for an iterator that fills the cache, straight
+//     into slab memory (cache.go), so that reaching a block hands it to the
+//     cache without a copy. They enter the block cache only when the
+//     iterator reaches them, so read-ahead caches nothing a scan without it
+//     would not have cached; blocks fetched but never reached are freed
+//     with their window (by the fetching goroutine if it is still running
+//     when the window is dropped).
 //   - An error reading or checking a fetched block surfaces at the iterator
 //     when it reaches that block, where reading the block alone would have
 //     reported it; a short read fails only the blocks it cut off.
@@ -58,7 +61,52 @@ type raWindow struct {
 	handles []blockHandle
 	blocks  [][]byte // decoded blocks; filled when done is closed
 	errs    []error
-	done    chan struct{} // nil for a window fetched by the iterator itself
+	// slab holds the blocks decoded into slab memory, each with one
+	// reference, the window's; take hands it to the iterator and sets
+	// taken. Blocks left are freed when the window is dropped.
+	slab  []*cachedBlock
+	taken []bool
+	done  chan struct{} // nil for a window fetched by the iterator itself
+	// mu guards fetched and dropped: whichever of the fetch and the drop
+	// comes second frees the blocks left.
+	mu               sync.Mutex
+	fetched, dropped bool
+}
+
+// fetched marks w's fetch finished, freeing its blocks if it was dropped
+// meanwhile.
+func (w *raWindow) fetchDone() {
+	w.mu.Lock()
+	w.fetched = true
+	free := w.dropped
+	w.mu.Unlock()
+	if free {
+		w.freeBlocks()
+	}
+}
+
+// drop gives up w: its blocks not taken are freed now, or by its fetch
+// when it finishes. A nil w is ignored.
+func (w *raWindow) drop() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.dropped = true
+	free := w.fetched
+	w.mu.Unlock()
+	if free {
+		w.freeBlocks()
+	}
+}
+
+func (w *raWindow) freeBlocks() {
+	for i, cb := range w.slab {
+		if cb != nil && !w.taken[i] {
+			cb.unref()
+		}
+		w.slab[i], w.blocks[i] = nil, nil
+	}
 }
 
 // find returns the index of the block at off in w, or -1.
@@ -70,22 +118,48 @@ func (w *raWindow) find(off uint64) int {
 	return -1
 }
 
-// fetchWindow reads w's blocks with one ReadAt and decodes them.
-func (r *Reader) fetchWindow(w *raWindow) {
+// fetchWindow reads w's blocks with one ReadAt and decodes them, into slab
+// memory from c if c is not nil. It marks w fetched.
+func (r *Reader) fetchWindow(w *raWindow, c *Cache) {
+	defer w.fetchDone()
 	first, last := w.handles[0], w.handles[len(w.handles)-1]
 	start := first.offset
 	buf := make([]byte, last.offset+last.length+trailerLen-start)
 	n, err := r.f.ReadAt(buf, int64(start))
 	w.blocks = make([][]byte, len(w.handles))
 	w.errs = make([]error, len(w.handles))
-	for i, h := range w.handles {
+	w.slab = make([]*cachedBlock, len(w.handles))
+	w.taken = make([]bool, len(w.handles))
+	var alloc blockAlloc
+	var i int
+	if c != nil {
+		alloc = func(n int) []byte {
+			w.slab[i] = c.newBlock(n)
+			return w.slab[i].buf.B
+		}
+	}
+	for j, h := range w.handles {
+		i = j
 		lo, hi := h.offset-start, h.offset-start+h.length+trailerLen
 		if hi > uint64(n) {
 			w.errs[i] = r.readErr(int64(h.offset), err)
 			continue
 		}
-		w.blocks[i], w.errs[i] = r.decodeBlock(buf[lo:hi:hi], h, "data", true)
+		w.blocks[i], w.errs[i] = r.decodeBlock(buf[lo:hi:hi], h, "data", true, alloc)
+		if cb := w.slab[i]; cb != nil && (w.errs[i] != nil || len(w.blocks[i]) == 0 || &w.blocks[i][0] != &cb.buf.B[0]) {
+			cb.unref() // failed, or decoded elsewhere
+			w.slab[i] = nil
+		}
 	}
+}
+
+// fillCache returns the cache that blocks read ahead by it are decoded
+// for, or nil if they stay on the Go heap.
+func (it *Iterator) fillCache() *Cache {
+	if c := it.r.cache; !it.noFill && c != nil && c.c != nil && !c.closed.Load() {
+		return c
+	}
+	return nil
 }
 
 // readAhead is an Iterator's read-ahead state.
@@ -104,6 +178,8 @@ type readAhead struct {
 func (ra *readAhead) reset(maxSize int) {
 	ra.size = min(initialReadAhead, maxSize)
 	ra.steps = 0
+	ra.cur.drop()
+	ra.next.drop()
 	ra.planned, ra.cur, ra.next = false, nil, nil
 }
 
@@ -145,7 +221,7 @@ func (ra *readAhead) grow(maxSize int) {
 
 // readBlock returns the data block at h, which the index iterator is at;
 // forward says the iterator stepped to it from the block before.
-func (it *Iterator) readBlock(h blockHandle, forward bool) ([]byte, error) {
+func (it *Iterator) readBlock(h blockHandle, forward bool) (blockRef, error) {
 	r, ra := it.r, &it.ra
 	if it.raMax <= 0 {
 		return r.dataBlock(h, !it.noFill)
@@ -178,13 +254,15 @@ func (it *Iterator) readBlock(h blockHandle, forward bool) ([]byte, error) {
 		return r.readDataBlock(h, !it.noFill)
 	}
 	ra.grow(it.raMax)
-	r.fetchWindow(w)
+	r.fetchWindow(w, it.fillCache())
+	ra.cur.drop()
+	ra.next.drop()
 	ra.cur, ra.next = w, nil
 	return it.take(w, 0)
 }
 
 // fromWindow returns the block at h if a window holds it.
-func (it *Iterator) fromWindow(h blockHandle) (b []byte, err error, ok bool) {
+func (it *Iterator) fromWindow(h blockHandle) (b blockRef, err error, ok bool) {
 	ra := &it.ra
 	if w := ra.cur; w != nil {
 		if i := w.find(h.offset); i >= 0 {
@@ -194,27 +272,41 @@ func (it *Iterator) fromWindow(h blockHandle) (b []byte, err error, ok bool) {
 	}
 	if w := ra.next; w != nil {
 		if i := w.find(h.offset); i >= 0 {
+			ra.cur.drop()
 			ra.cur, ra.next = w, nil
 			b, err = it.take(w, i)
 			return b, err, true
 		}
 	}
-	return nil, nil, false
+	return blockRef{}, nil, false
 }
 
 // take returns block i of window w, waiting for w's fetch, and starts the
 // background fetch of the following window once the iterator is past w's
 // first block.
-func (it *Iterator) take(w *raWindow, i int) ([]byte, error) {
+func (it *Iterator) take(w *raWindow, i int) (blockRef, error) {
 	if w.done != nil {
 		<-w.done
 	}
 	if err := w.errs[i]; err != nil {
-		return nil, err
+		return blockRef{}, err
 	}
-	b := w.blocks[i]
-	if !it.noFill {
-		b = it.r.cacheBlock(w.handles[i], b)
+	var b blockRef
+	switch cb := w.slab[i]; {
+	case w.taken[i]:
+		// Taken before (the iterator came back to it): its memory is the
+		// cache's or freed now; read it as any block.
+		var err error
+		if b, err = it.r.dataBlock(w.handles[i], !it.noFill); err != nil {
+			return blockRef{}, err
+		}
+	case cb != nil:
+		w.taken[i] = true
+		b = it.r.cache.insert(cacheKey{id: it.r.cacheID, off: w.handles[i].offset}, cb)
+	case it.noFill:
+		b = blockRef{b: w.blocks[i]}
+	default:
+		b = it.r.cacheBlock(w.handles[i], w.blocks[i])
 	}
 	if i > 0 && w == it.ra.cur {
 		it.prefetch()
@@ -234,6 +326,7 @@ func (it *Iterator) prefetch() {
 		return
 	}
 	ra.grow(it.raMax)
+	c := it.fillCache()
 	w.done = make(chan struct{})
 	ra.next = w
 	ra.wg.Add(1)
@@ -242,7 +335,7 @@ func (it *Iterator) prefetch() {
 		defer ra.wg.Done()
 		defer close(w.done)
 		defer raFetches.Add(-1)
-		r.fetchWindow(w)
+		r.fetchWindow(w, c)
 	}()
 }
 

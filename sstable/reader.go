@@ -179,6 +179,13 @@ func (r *Reader) readErr(off int64, err error) error {
 // allocates once; blocks larger than maxPooledReadBuf are read into a
 // buffer of their own instead, so the pool never keeps a huge one.
 func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
+	return r.readBlockInto(h, kind, nil)
+}
+
+// readBlockInto is readBlock decoding into a buffer from alloc (except a
+// block above maxPooledReadBuf stored uncompressed, which stays in its own
+// Go heap read buffer).
+func (r *Reader) readBlockInto(h blockHandle, kind string, alloc blockAlloc) ([]byte, error) {
 	if !h.within(uint64(r.size - FooterLen)) {
 		return nil, corruptf(r.name, int64(h.offset), "%s block handle %d+%d outside the file", kind, h.offset, h.length)
 	}
@@ -188,7 +195,7 @@ func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 		if err := r.readAt(buf, int64(h.offset)); err != nil {
 			return nil, err
 		}
-		return r.decodeBlock(buf, h, kind, false)
+		return r.decodeBlock(buf, h, kind, false, alloc)
 	}
 	bp, _ := readBufPool.Get().(*[]byte)
 	if bp == nil {
@@ -202,7 +209,7 @@ func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 	if err := r.readAt(buf, int64(h.offset)); err != nil {
 		return nil, err
 	}
-	return r.decodeBlock(buf, h, kind, true)
+	return r.decodeBlock(buf, h, kind, true, alloc)
 }
 
 // readBufPool recycles the buffers blocks are read into before they are
@@ -213,49 +220,55 @@ var readBufPool sync.Pool // *[]byte
 const maxPooledReadBuf = 256 << 10
 
 // decodeBlock verifies the trailer of the block at h, whose stored bytes
-// and trailer are buf, and returns its decoded bytes. An uncompressed block
-// aliases buf unless copyRaw is set, in which case it gets a buffer of its
-// own (so that a block cut out of a larger read does not pin that read).
-func (r *Reader) decodeBlock(buf []byte, h blockHandle, kind string, copyRaw bool) ([]byte, error) {
+// and trailer are buf, and returns its decoded bytes, in a buffer from alloc.
+// An uncompressed block aliases buf unless copyRaw is set, in which case it
+// gets a buffer of its own (so that a block cut out of a larger read does
+// not pin that read).
+func (r *Reader) decodeBlock(buf []byte, h blockHandle, kind string, copyRaw bool, alloc blockAlloc) ([]byte, error) {
 	n := int(h.length)
 	typ := buf[n]
 	if got, want := binary.LittleEndian.Uint32(buf[n+1:]), crc32.Checksum(buf[:n+1], castagnoli); got != want {
 		return nil, corruptf(r.name, int64(h.offset), "%s block checksum mismatch: stored %#08x, computed %#08x", kind, got, want)
 	}
 	if copyRaw && Compression(typ) == NoCompression {
-		return decompress(typ, bytes.Clone(buf[:n:n]), r.name, int64(h.offset))
+		b := alloc.get(n)
+		copy(b, buf[:n])
+		return b, nil
 	}
-	return decompress(typ, buf[:n:n], r.name, int64(h.offset))
+	return decompress(typ, buf[:n:n], r.name, int64(h.offset), alloc)
 }
 
 // dataBlock returns the decoded data block at h, through the cache; with
-// fill false a block the cache misses is read without being added.
-func (r *Reader) dataBlock(h blockHandle, fill bool) ([]byte, error) {
+// fill false a block the cache misses is read without being added. The
+// caller must release the reference when done with the block's bytes.
+func (r *Reader) dataBlock(h blockHandle, fill bool) (blockRef, error) {
 	if b, ok := r.cachedBlock(h); ok {
 		return b, nil
 	}
 	return r.readDataBlock(h, fill)
 }
 
-// cachedBlock returns the data block at h if the cache holds it.
-func (r *Reader) cachedBlock(h blockHandle) ([]byte, bool) {
+// cachedBlock returns a reference to the data block at h if the cache
+// holds it.
+func (r *Reader) cachedBlock(h blockHandle) (blockRef, bool) {
 	return r.cache.get(cacheKey{id: r.cacheID, off: h.offset})
 }
 
 // cacheBlock offers the decoded data block b at h to the cache and returns
-// the block to use: b, or the copy another reader cached first.
-func (r *Reader) cacheBlock(h blockHandle, b []byte) []byte {
+// the block to use: the cached copy of b, or b itself if it was not cached.
+func (r *Reader) cacheBlock(h blockHandle, b []byte) blockRef {
 	return r.cache.set(cacheKey{id: r.cacheID, off: h.offset}, b)
 }
 
 // readDataBlock reads the data block at h, which the cache missed, and
 // with fill caches it.
-func (r *Reader) readDataBlock(h blockHandle, fill bool) ([]byte, error) {
+func (r *Reader) readDataBlock(h blockHandle, fill bool) (blockRef, error) {
 	if !fill || r.cache == nil || r.cache.c == nil {
-		return r.readBlock(h, "data")
+		b, err := r.readBlock(h, "data")
+		return blockRef{b: b}, err
 	}
-	return r.cache.load(cacheKey{id: r.cacheID, off: h.offset}, func() ([]byte, error) {
-		return r.readBlock(h, "data")
+	return r.cache.load(cacheKey{id: r.cacheID, off: h.offset}, func(alloc blockAlloc) ([]byte, error) {
+		return r.readBlockInto(h, "data", alloc)
 	})
 }
 
@@ -289,18 +302,25 @@ type getState struct {
 
 // Get returns the newest row for ukey with Seq <= seq, tombstones included;
 // found is false if there is none. The row's Key is ukey itself (the slice
-// passed in) and its Value aliases a data block, which is immutable and
-// never reused, so both may be retained.
+// passed in) and its Value is a copy of its own, so both may be retained.
 func (r *Reader) Get(ukey []byte, seq uint64) (row format.Row, found bool, err error) {
 	if !r.MayContain(ukey) {
 		return format.Row{}, false, nil
 	}
-	return r.GetAfterFilter(ukey, seq)
+	row, ref, found, err := r.GetAfterFilter(ukey, seq)
+	if found {
+		row.Value = bytes.Clone(row.Value)
+	}
+	ref.Release()
+	return row, found, err
 }
 
 // GetAfterFilter is Get for a caller that has already asked MayContain(ukey)
-// and got true: it does not probe the bloom filter again.
-func (r *Reader) GetAfterFilter(ukey []byte, seq uint64) (row format.Row, found bool, err error) {
+// and got true: it does not probe the bloom filter again. It does not copy
+// the value: the row's Value aliases a (possibly cached) data block that
+// stays valid only until the caller releases ref, which it must do once,
+// found or not.
+func (r *Reader) GetAfterFilter(ukey []byte, seq uint64) (row format.Row, ref BlockRef, found bool, err error) {
 	if seq > format.MaxSeq {
 		seq = format.MaxSeq
 	}
@@ -308,39 +328,46 @@ func (r *Reader) GetAfterFilter(ukey []byte, seq uint64) (row format.Row, found 
 	if gs == nil {
 		gs = &getState{}
 	}
+	var b blockRef
 	defer func() {
 		// Drop references to the block before pooling.
 		gs.data.data, gs.data.key, gs.data.row = nil, nil, format.Row{}
 		r.getPool.Put(gs)
+		if found {
+			ref = BlockRef{c: b.c}
+		} else {
+			b.release()
+		}
 	}()
 	gs.seekKey = format.SeekKey(gs.seekKey[:0], ukey, seq)
 	for i := r.pindex.seek(gs.seekKey); ; i++ {
 		if i >= r.pindex.len() {
-			return format.Row{}, false, nil
+			return format.Row{}, BlockRef{}, false, nil
 		}
 		h := r.pindex.handles[i]
-		b, err := r.dataBlock(h, true)
-		if err != nil {
-			return format.Row{}, false, err
+		b.release()
+		b = blockRef{}
+		if b, err = r.dataBlock(h, true); err != nil {
+			return format.Row{}, BlockRef{}, false, err
 		}
-		if err := gs.data.init(b, r.name, int64(h.offset), false); err != nil {
-			return format.Row{}, false, err
+		if err := gs.data.init(b.b, r.name, int64(h.offset), false); err != nil {
+			return format.Row{}, BlockRef{}, false, err
 		}
 		if gs.data.seekGE(gs.seekKey) {
 			break
 		}
 		if gs.data.err != nil {
-			return format.Row{}, false, gs.data.err
+			return format.Row{}, BlockRef{}, false, gs.data.err
 		}
 		// Only a block whose last key is below the index key gets here;
 		// try the next block rather than trust the index.
 	}
 	if !bytes.Equal(gs.data.row.Key, ukey) {
-		return format.Row{}, false, nil
+		return format.Row{}, BlockRef{}, false, nil
 	}
 	row = gs.data.row
 	row.Key = ukey
-	return row, true, nil
+	return row, BlockRef{}, true, nil
 }
 
 // Close closes the underlying object.
