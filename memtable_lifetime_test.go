@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/clock"
-	"github.com/mayflydb/mayfly/internal/manual"
+	"github.com/mayflydb/mayfly/memtable"
 	"github.com/mayflydb/mayfly/storage"
 )
 
@@ -25,8 +25,9 @@ func lifeVal(i, gen int) []byte {
 	return append(fmt.Appendf(nil, "val-%06d-gen%d-", i, gen), bytes.Repeat([]byte{'x'}, 200)...)
 }
 
-// arenaBytes returns the bytes internal/manual has handed out.
-func arenaBytes() int64 { b, _ := manual.Allocated(); return b }
+// arenaBytes returns the arena bytes of the memtables not yet freed (the
+// block cache also takes manual memory, so manual.Allocated would mix the two).
+func arenaBytes() int64 { return memtable.ArenaBytes() }
 
 // checkScan walks it from First and checks it returns rows lo..hi-1 of
 // generation gen, in order.

@@ -2,6 +2,7 @@ package memtable
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/internal/manual"
@@ -42,15 +43,30 @@ func recordLen(r *format.Row) int {
 	return n
 }
 
+// arenaBytes counts the arena bytes of all memtables not yet freed.
+var arenaBytes atomic.Int64
+
+// ArenaBytes reports the arena bytes held by all memtables of the process
+// that have not been freed (their last reference released): the memory,
+// outside the Go heap, that memtables take. Tests use it to check that every
+// memtable is given back.
+func ArenaBytes() int64 { return arenaBytes.Load() }
+
+// newChunk returns n fresh arena bytes, counted in arenaBytes.
+func newChunk(n int) []byte {
+	arenaBytes.Add(int64(n))
+	return manual.New(n)
+}
+
 // reserve returns the chunk index and offset of n fresh arena bytes. Caller
 // holds mu for writing.
 func (m *Memtable) reserve(n int) (chunk, off int) {
 	if n > arenaChunk/4 {
-		m.chunks = append(m.chunks, manual.New(n))
+		m.chunks = append(m.chunks, newChunk(n))
 		return len(m.chunks) - 1, 0
 	}
 	if m.cur < 0 || arenaChunk-m.curLen < n {
-		m.chunks = append(m.chunks, manual.New(arenaChunk))
+		m.chunks = append(m.chunks, newChunk(arenaChunk))
 		m.cur, m.curLen = len(m.chunks)-1, 0
 	}
 	off = m.curLen
@@ -62,6 +78,7 @@ func (m *Memtable) reserve(n int) (chunk, off int) {
 // reference.
 func (m *Memtable) freeArena() {
 	for i, c := range m.chunks {
+		arenaBytes.Add(-int64(len(c)))
 		manual.Free(c)
 		m.chunks[i] = nil
 	}
