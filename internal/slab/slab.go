@@ -12,11 +12,13 @@
 //	              powers of two up to 256 KiB   (131072, 262144)
 //	larger:       a mapping of its own, rounded up to 4 KiB, unmapped on Free
 //
-// Data blocks are cut once they reach the block size (4 KiB by default), so
-// they are that size plus part of one row: in the benchmark's 1M-key
-// database 27,773 of 27,781 decoded data blocks are 4128-4134 bytes. The
-// 128-byte steps up to 8 KiB keep the space lost to rounding under about
-// 3% there (4224-byte class: 2.3%), where 512-byte steps would lose 11.6%.
+// Data blocks end before the row that would take them past the block size
+// (4 KiB by default), so most decode to just under it and fit the 4096-byte
+// class. Tables written before that rule cut a block once it reached the
+// block size, so their blocks are that size plus part of one row (27,773 of
+// 27,781 blocks 4128-4134 bytes in the benchmark's 1M-key database); the
+// 128-byte steps up to 8 KiB keep the space lost to rounding about 2% for
+// those (4224-byte class), where 512-byte steps would lose 11.6%.
 //
 // Each slab keeps a stack of its free blocks and a count of live ones. A
 // class allocates from its slabs with free blocks; a slab whose last block is
