@@ -55,7 +55,7 @@ func ArenaBytes() int64 { return arenaBytes.Load() }
 // newChunk returns n fresh arena bytes, counted in arenaBytes.
 func newChunk(n int) []byte {
 	arenaBytes.Add(int64(n))
-	return manual.New(n)
+	return manual.NewResident(n)
 }
 
 // reserve returns the chunk index and offset of n fresh arena bytes. Caller

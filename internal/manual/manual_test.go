@@ -5,8 +5,12 @@ import "testing"
 func TestNewFree(t *testing.T) {
 	b0, n0 := Allocated()
 	bufs := make([][]byte, 0, 8)
-	for _, n := range []int{1, 4096, 4097, 1 << 20} {
-		b := New(n)
+	for i, n := range []int{1, 4096, 4097, 1 << 20} {
+		alloc := New
+		if i%2 == 1 {
+			alloc = NewResident
+		}
+		b := alloc(n)
 		if len(b) != n || cap(b) != n {
 			t.Fatalf("New(%d): len %d cap %d", n, len(b), cap(b))
 		}
