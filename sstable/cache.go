@@ -85,7 +85,11 @@ func (cb *cachedBlock) tryRef() bool {
 }
 
 // unref drops a reference, freeing the block's memory with the last one.
+// A nil cb (a block outside the cache) has nothing to drop.
 func (cb *cachedBlock) unref() {
+	if cb == nil {
+		return
+	}
 	switch n := cb.refs.Add(-1); {
 	case n == 0:
 		cb.alloc.Free(cb.buf)
@@ -103,11 +107,7 @@ type blockRef struct {
 }
 
 // release drops the reference; b must not be used afterwards.
-func (r blockRef) release() {
-	if r.c != nil {
-		r.c.unref()
-	}
-}
+func (r blockRef) release() { r.c.unref() }
 
 // BlockRef keeps the block that a row returned by Reader.GetAfterFilter
 // aliases alive. Release it once the row's key and value are no longer
@@ -115,11 +115,7 @@ func (r blockRef) release() {
 type BlockRef struct{ c *cachedBlock }
 
 // Release drops the reference. It must be called at most once.
-func (r BlockRef) Release() {
-	if r.c != nil {
-		r.c.unref()
-	}
-}
+func (r BlockRef) Release() { r.c.unref() }
 
 // Cache is a block cache with a byte budget, safe for concurrent use. A nil
 // *Cache, or one of capacity 0, caches nothing.

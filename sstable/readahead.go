@@ -73,27 +73,28 @@ type raWindow struct {
 	fetched, dropped bool
 }
 
-// fetched marks w's fetch finished, freeing its blocks if it was dropped
+// fetchDone marks w's fetch finished, freeing its blocks if it was dropped
 // meanwhile.
-func (w *raWindow) fetchDone() {
-	w.mu.Lock()
-	w.fetched = true
-	free := w.dropped
-	w.mu.Unlock()
-	if free {
-		w.freeBlocks()
-	}
-}
+func (w *raWindow) fetchDone() { w.settle(true) }
 
 // drop gives up w: its blocks not taken are freed now, or by its fetch
 // when it finishes. A nil w is ignored.
 func (w *raWindow) drop() {
-	if w == nil {
-		return
+	if w != nil {
+		w.settle(false)
 	}
+}
+
+// settle records the end of w's fetch (fetch) or its drop; whichever of
+// the two comes second frees the blocks left.
+func (w *raWindow) settle(fetch bool) {
 	w.mu.Lock()
-	w.dropped = true
-	free := w.fetched
+	if fetch {
+		w.fetched = true
+	} else {
+		w.dropped = true
+	}
+	free := w.fetched && w.dropped
 	w.mu.Unlock()
 	if free {
 		w.freeBlocks()
