@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"io/fs"
 	"path/filepath"
 )
@@ -10,7 +11,10 @@ type fileInfo struct {
 	size int64
 }
 
-// listFiles returns every regular file under dir, in lexical order.
+// listFiles returns every regular file under dir, in lexical order. dir may
+// belong to an open database: a file its background work deletes between
+// the directory read and the size lookup (a WAL segment, an obsolete table)
+// is left out rather than failing the listing.
 func listFiles(dir string) ([]fileInfo, error) {
 	var out []fileInfo
 	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
@@ -21,6 +25,9 @@ func listFiles(dir string) ([]fileInfo, error) {
 			return nil
 		}
 		fi, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted since the directory was read
+		}
 		if err != nil {
 			return err
 		}
