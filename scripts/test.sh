@@ -2,7 +2,7 @@
 # Runs Mayfly's whole test suite: vet, unit and integration tests under the
 # race detector, the integration and metamorphic suites again on S3, short
 # fuzzing of every decoder, and a one-iteration smoke run of every benchmark
-# so that none of them rots.
+# so that none of them rots, and the same for the comparison harness in bench/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,4 +60,11 @@ done
 
 echo "== benchmark smoke run"
 go test -run='^$' -bench=. -benchtime=1x ./...
+
+# The comparison harness has its own module (it pulls in Pebble, Badger and
+# goleveldb, which the library must not depend on): vet it, run its unit
+# tests and one iteration of its in-process side-by-side benchmarks, so the
+# harness that produces docs/benchmarks-comparison.md cannot rot either.
+echo "== bench module: vet, unit tests, benchmark smoke"
+(cd bench && go vet ./... && go test -count=1 ./... && go test -count=1 -run='^$' -bench=. -benchtime=1x ./...)
 echo "== all tests passed"
