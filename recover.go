@@ -239,7 +239,9 @@ func (db *DB) scanFileNumbers() error {
 			db.manifestNum = v
 		}
 	}
-	if t, ok := db.store.(interface{ RemoveTemps(dir string) error }); ok && !db.opts.ReadOnly {
+	// Through wrappers (the object cache) to the backend: on S3 this is
+	// what aborts abandoned multipart uploads.
+	if t, ok := storage.As[interface{ RemoveTemps(dir string) error }](db.store); ok && !db.opts.ReadOnly {
 		for _, dir := range []string{"sst", "wal", manifest.Dir} {
 			if err := t.RemoveTemps(dir); err != nil {
 				db.log.Warn("mayfly: removing temporary files", "dir", dir, "err", err)

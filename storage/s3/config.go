@@ -20,6 +20,7 @@ const (
 	DefaultSpillBytes         = 8 << 20
 	DefaultMultipartThreshold = 64 << 20
 	DefaultPartSize           = 16 << 20
+	DefaultStaleUploadAge     = 24 * time.Hour
 	minPartSize               = 5 << 20 // S3's minimum for all parts but the last
 )
 
@@ -73,6 +74,12 @@ type Config struct {
 	// PartSize bytes. Defaults 64 MiB and 16 MiB; PartSize is at least 5 MiB.
 	MultipartThreshold int64
 	PartSize           int64
+	// StaleUploadAge: when a writer opens, multipart uploads under the
+	// database's directories that began longer ago than this are aborted
+	// (RemoveTemps): a crash between starting and finishing an upload
+	// leaves parts the bucket keeps storing. Default 24h; negative leaves
+	// them to the bucket's lifecycle rules.
+	StaleUploadAge time.Duration
 
 	// AccessKey and SecretKey, when both set, are used as static
 	// credentials instead of the SDK's default chain (environment, shared
@@ -124,6 +131,9 @@ func (c *Config) applyDefaults() {
 	if c.PartSize <= 0 {
 		c.PartSize = DefaultPartSize
 	}
+	if c.StaleUploadAge == 0 {
+		c.StaleUploadAge = DefaultStaleUploadAge
+	}
 	if c.PartSize < minPartSize {
 		c.PartSize = minPartSize
 	}
@@ -134,7 +144,7 @@ func (c *Config) applyDefaults() {
 //	s3://bucket/prefix?endpoint=http://127.0.0.1:9000&region=us-east-1&path_style=true
 //
 // Further query parameters: flush_interval (a Go duration), flush_bytes,
-// max_attempts. Credentials are not accepted in the URL (use the
+// max_attempts, stale_upload_age (a Go duration; negative disables). Credentials are not accepted in the URL (use the
 // environment or Config.AccessKey/SecretKey); a URL carrying user
 // information is rejected without echoing it.
 func ParseURL(raw string) (Config, error) {
@@ -187,6 +197,12 @@ func ParseURL(raw string) (Config, error) {
 				return Config{}, fmt.Errorf("mayfly/s3: store URL: max_attempts=%q is not a positive integer", v)
 			}
 			c.MaxAttempts = n
+		case "stale_upload_age":
+			d, err := time.ParseDuration(v)
+			if err != nil || d == 0 {
+				return Config{}, fmt.Errorf("mayfly/s3: store URL: stale_upload_age=%q is not a non-zero duration (negative disables)", v)
+			}
+			c.StaleUploadAge = d
 		default:
 			// Don't echo the value: it might be a secret put there by mistake.
 			return Config{}, fmt.Errorf("mayfly/s3: store URL: unknown parameter %q", k)

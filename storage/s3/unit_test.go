@@ -10,13 +10,13 @@ import (
 // Tests that need no server.
 
 func TestParseURL(t *testing.T) {
-	c, err := ParseURL("s3://bucket/some/prefix/?endpoint=http://127.0.0.1:9000&region=eu-west-1&path_style=true&flush_interval=250ms&flush_bytes=1024&max_attempts=3")
+	c, err := ParseURL("s3://bucket/some/prefix/?endpoint=http://127.0.0.1:9000&region=eu-west-1&path_style=true&flush_interval=250ms&flush_bytes=1024&max_attempts=3&stale_upload_age=2h")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Bucket != "bucket" || c.Prefix != "some/prefix" || c.Endpoint != "http://127.0.0.1:9000" ||
 		c.Region != "eu-west-1" || !c.PathStyle || c.FlushInterval != 250*time.Millisecond ||
-		c.FlushBytes != 1024 || c.MaxAttempts != 3 {
+		c.FlushBytes != 1024 || c.MaxAttempts != 3 || c.StaleUploadAge != 2*time.Hour {
 		t.Fatalf("parsed %+v", c)
 	}
 	c, err = ParseURL("s3://b")
@@ -33,6 +33,8 @@ func TestParseURL(t *testing.T) {
 		"s3://bucket/p?endpoint=ftp://host",
 		"s3://bucket/p?endpoint=http://u:" + secret + "@host",
 		"s3://bucket/p?flush_interval=-1s",
+		"s3://bucket/p?stale_upload_age=0",
+		"s3://bucket/p?stale_upload_age=soon",
 		"s3://%zz" + secret,
 	} {
 		_, err := ParseURL(bad)
