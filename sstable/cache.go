@@ -138,6 +138,20 @@ type blockLoad struct {
 	wg  sync.WaitGroup
 	b   blockRef // the loader's reference; waiters take their own
 	err error
+	// The loader's own state: the cache and the slab block it decodes
+	// into (a field rather than a variable captured by a closure, which
+	// would cost a heap allocation of its own per miss).
+	c  *Cache
+	cb *cachedBlock
+}
+
+// newBuf is a load's blockAlloc: it gives the block n bytes of slab memory.
+func (l *blockLoad) newBuf(n int) []byte {
+	if l.cb != nil {
+		l.cb.unref() // not expected: one buffer per block
+	}
+	l.cb = l.c.newBlock(n)
+	return l.cb.buf.B
 }
 
 // CacheMetrics is a snapshot of a cache's counters.
@@ -291,7 +305,7 @@ func (c *Cache) load(k cacheKey, read func(blockAlloc) ([]byte, error)) (blockRe
 	if c.loading == nil {
 		c.loading = make(map[cacheKey]*blockLoad)
 	}
-	l := &blockLoad{}
+	l := &blockLoad{c: c}
 	l.wg.Add(1)
 	c.loading[k] = l
 	c.loadMu.Unlock()
@@ -301,18 +315,12 @@ func (c *Cache) load(k cacheKey, read func(blockAlloc) ([]byte, error)) (blockRe
 		c.loadMu.Unlock()
 		l.wg.Done()
 	}()
-	var cb *cachedBlock
 	var alloc blockAlloc
 	if !c.closed.Load() {
-		alloc = func(n int) []byte {
-			if cb != nil {
-				cb.unref() // not expected: one buffer per block
-			}
-			cb = c.newBlock(n)
-			return cb.buf.B
-		}
+		alloc = l.newBuf
 	}
 	b, err := read(alloc)
+	cb := l.cb
 	switch {
 	case err != nil:
 		if cb != nil {
