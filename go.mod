@@ -6,7 +6,6 @@ require (
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/google/btree v1.1.3
 	github.com/klauspost/compress v1.20.4
-	github.com/maypok86/otter/v2 v2.4.0
 	github.com/urfave/cli/v3 v3.14.0
 	gonum.org/v1/plot v0.17.0
 )

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -183,7 +184,21 @@ func RunWorker(engine, workload, dir string, p Params) (res Result, err error) {
 	}
 	res.PeakRSS = peakRSS()
 	res.Extra["loadavg1"] = loadAvg()
+	if r.cpu > 0 && ops > 0 {
+		// CPU per op of the timed loop, all of the process's threads:
+		// it moves much less with the machine's load than ops/s does.
+		res.Extra["cpu_us_per_op"] = float64(r.cpu.Microseconds()) / float64(ops)
+	}
 	return res, nil
+}
+
+// processCPU returns the user+system CPU time the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // loadAvg returns the 1-minute load average (the machine is shared).
@@ -216,7 +231,8 @@ type runner struct {
 	keyBuf  [KeySize]byte
 	hist    Hist
 	found   int64
-	written int64 // user bytes written
+	written int64         // user bytes written
+	cpu     time.Duration // process CPU (user+system) of the last timed loop
 }
 
 func (r *runner) key(i uint64) []byte { return PutKey(r.keyBuf[:], i) }
@@ -253,6 +269,7 @@ func (r *runner) heapProfile() {
 func (r *runner) timed(n int, op func(i int) error) (int64, time.Duration, error) {
 	stop := r.profile()
 	defer stop()
+	cpu0 := processCPU()
 	start := time.Now()
 	last := start
 	for i := 0; i < n; i++ {
@@ -263,6 +280,7 @@ func (r *runner) timed(n int, op func(i int) error) (int64, time.Duration, error
 		r.hist.Record(now.Sub(last))
 		last = now
 	}
+	r.cpu = processCPU() - cpu0
 	r.written += int64(n) * int64(KeySize+r.p.ValueSize)
 	return int64(n), time.Since(start), nil
 }

@@ -33,7 +33,6 @@ import (
 	"sync/atomic"
 
 	"github.com/mayflydb/mayfly/internal/slab"
-	"github.com/maypok86/otter/v2"
 )
 
 type cacheKey struct {
@@ -120,7 +119,7 @@ func (r BlockRef) Release() { r.c.unref() }
 // Cache is a block cache with a byte budget, safe for concurrent use. A nil
 // *Cache, or one of capacity 0, caches nothing.
 type Cache struct {
-	c      *otter.Cache[cacheKey, *cachedBlock]
+	c      *clockIndex // nil for a cache of capacity 0
 	alloc  *slab.Allocator
 	hits   stripedCounter
 	misses stripedCounter
@@ -139,6 +138,20 @@ type blockLoad struct {
 	wg  sync.WaitGroup
 	b   blockRef // the loader's reference; waiters take their own
 	err error
+	// The loader's own state: the cache and the slab block it decodes
+	// into (a field rather than a variable captured by a closure, which
+	// would cost a heap allocation of its own per miss).
+	c  *Cache
+	cb *cachedBlock
+}
+
+// newBuf is a load's blockAlloc: it gives the block n bytes of slab memory.
+func (l *blockLoad) newBuf(n int) []byte {
+	if l.cb != nil {
+		l.cb.unref() // not expected: one buffer per block
+	}
+	l.cb = l.c.newBlock(n)
+	return l.cb.buf.B
 }
 
 // CacheMetrics is a snapshot of a cache's counters.
@@ -157,13 +170,9 @@ func NewCache(capacityBytes int64) *Cache {
 		return c
 	}
 	c.alloc = slab.New()
-	c.c = otter.Must(&otter.Options[cacheKey, *cachedBlock]{
-		MaximumWeight: uint64(capacityBytes),
-		Weigher:       func(_ cacheKey, v *cachedBlock) uint32 { return uint32(cap(v.buf.B)) },
-		OnAtomicDeletion: func(e otter.DeletionEvent[cacheKey, *cachedBlock]) {
-			c.size.Add(-int64(cap(e.Value.buf.B)))
-			e.Value.unref()
-		},
+	c.c = newClockIndex(capacityBytes, func(cb *cachedBlock, w int64) {
+		c.size.Add(-w)
+		cb.unref()
 	})
 	return c
 }
@@ -176,7 +185,7 @@ func (c *Cache) Close() {
 	if c == nil || c.c == nil || c.closed.Swap(true) {
 		return
 	}
-	c.c.InvalidateAll()
+	c.c.clear()
 	c.alloc.Close()
 }
 
@@ -207,7 +216,7 @@ func (c *Cache) newID() uint64 {
 // lookup returns a reference to the cached block for k, if the cache holds
 // one that is not being freed.
 func (c *Cache) lookup(k cacheKey) (blockRef, bool) {
-	if cb, ok := c.c.GetIfPresent(k); ok && cb.tryRef() {
+	if cb, ok := c.c.get(k); ok {
 		return blockRef{b: cb.buf.B, c: cb}, true
 	}
 	return blockRef{}, false
@@ -249,13 +258,14 @@ func (c *Cache) newBlock(n int) *cachedBlock {
 
 // insert adds cb, which holds one reference (the caller's), to the cache
 // under k and returns the caller's reference to it. If k is already cached
-// cb stays out of the cache: the caller's reference is then its only one,
-// and the memory is freed at its release.
+// (or cb is larger than a cache shard's whole budget) cb stays out of the
+// cache: the caller's reference is then its only one, and the memory is
+// freed at its release.
 func (c *Cache) insert(k cacheKey, cb *cachedBlock) blockRef {
 	cb.refs.Add(1) // the cache's
 	w := int64(cap(cb.buf.B))
 	c.size.Add(w)
-	if _, inserted := c.c.SetIfAbsent(k, cb); !inserted {
+	if !c.c.add(k, cb, w) {
 		c.size.Add(-w)
 		cb.refs.Add(-1)
 		return blockRef{b: cb.buf.B, c: cb}
@@ -263,7 +273,7 @@ func (c *Cache) insert(k cacheKey, cb *cachedBlock) blockRef {
 	if c.closed.Load() {
 		// Close may have emptied the cache before the insert: take it out
 		// again so its memory is not left behind.
-		c.c.Invalidate(k)
+		c.c.remove(k)
 	}
 	return blockRef{b: cb.buf.B, c: cb}
 }
@@ -295,7 +305,7 @@ func (c *Cache) load(k cacheKey, read func(blockAlloc) ([]byte, error)) (blockRe
 	if c.loading == nil {
 		c.loading = make(map[cacheKey]*blockLoad)
 	}
-	l := &blockLoad{}
+	l := &blockLoad{c: c}
 	l.wg.Add(1)
 	c.loading[k] = l
 	c.loadMu.Unlock()
@@ -305,18 +315,12 @@ func (c *Cache) load(k cacheKey, read func(blockAlloc) ([]byte, error)) (blockRe
 		c.loadMu.Unlock()
 		l.wg.Done()
 	}()
-	var cb *cachedBlock
 	var alloc blockAlloc
 	if !c.closed.Load() {
-		alloc = func(n int) []byte {
-			if cb != nil {
-				cb.unref() // not expected: one buffer per block
-			}
-			cb = c.newBlock(n)
-			return cb.buf.B
-		}
+		alloc = l.newBuf
 	}
 	b, err := read(alloc)
+	cb := l.cb
 	switch {
 	case err != nil:
 		if cb != nil {

@@ -9,12 +9,11 @@ import (
 	"github.com/mayflydb/mayfly/format"
 )
 
-// evictAll empties the cache's index by invalidating every key, as an
-// eviction would, and waits for nothing: OnAtomicDeletion runs inside
-// Invalidate.
+// evictAll empties the cache's index by removing every key, as an
+// eviction would; the eviction callback runs inside remove.
 func evictAll(c *Cache) {
-	for k := range c.c.Keys() {
-		c.c.Invalidate(k)
+	for _, k := range c.c.keys() {
+		c.c.remove(k)
 	}
 }
 

@@ -13,12 +13,22 @@ import (
 // are prefixes or extensions of stored keys, and every sequence number
 // boundary, on tables whose keys share long prefixes (heads tie) or none.
 func TestPointIndexSeek(t *testing.T) {
-	for _, prefix := range []string{"", "tenant/0042/session/", "\xff\xff\xff\xff\xff\xff\xff\xff\xff"} {
+	// "split" gives the first half of the keys one long prefix and the
+	// second half another: the common prefix is empty and hundreds of
+	// separators in a row tie on their heads, across many top samples.
+	for _, prefix := range []string{"", "tenant/0042/session/", "\xff\xff\xff\xff\xff\xff\xff\xff\xff", "split"} {
 		t.Run(fmt.Sprintf("prefix%d", len(prefix)), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(len(prefix)), 9))
 			var rows []format.Row
 			for i := range 3000 {
-				key := fmt.Appendf(nil, "%s%06d", prefix, 3*i)
+				p := prefix
+				if prefix == "split" {
+					p = "a-shared-long-prefix/"
+					if i >= 1500 {
+						p = "b-shared-long-prefix/"
+					}
+				}
+				key := fmt.Appendf(nil, "%s%06d", p, 3*i)
 				if i%7 == 0 {
 					key = append(key, "\x00tail"...) // a key whose head ties its neighbour's
 				}
