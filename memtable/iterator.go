@@ -38,9 +38,9 @@ func (it *iterator) fill(p entry, forward, inclusive bool) bool {
 	}
 	m.rlock()
 	if forward {
-		m.tree.AscendGreaterOrEqual(p, visit)
+		m.ascendFrom(p, visit)
 	} else {
-		m.tree.DescendLessOrEqual(p, visit)
+		m.descendFrom(p, visit)
 	}
 	m.mu.RUnlock()
 	return it.settle()
@@ -59,9 +59,9 @@ func (it *iterator) fillEnd(forward bool) bool {
 	}
 	m.rlock()
 	if forward {
-		m.tree.Ascend(visit)
+		m.ascendAll(visit)
 	} else {
-		m.tree.Descend(visit)
+		m.descendAll(visit)
 	}
 	m.mu.RUnlock()
 	return it.settle()

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/internal/heapmeter"
 )
 
 func benchRows(n int) []format.Row {
@@ -189,20 +190,12 @@ func BenchmarkFilterWriter(b *testing.B) {
 	b.ReportAllocs()
 	var live float64
 	for b.Loop() {
-		var before, after runtime.MemStats
-		b.StopTimer()
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		b.StartTimer()
+		before := heapmeter.Live(b)
 		f := &filterWriter{bitsPerKey: 10}
 		for i := range n {
 			f.add(keys[16*i : 16*i+16])
 		}
-		b.StopTimer()
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		live = float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
-		b.StartTimer()
+		live = float64(heapmeter.Live(b)-before) / n
 		if _, err := f.build(); err != nil {
 			b.Fatal(err)
 		}
