@@ -11,10 +11,10 @@ import (
 // Arena records. Every row is one record in an append-only chunk of the
 // memtable's arena:
 //
-//	+-----------+-----------+----------+--------------+--------------+-------------+
-//	| klen u32  | vlen u32  | key      | ts i64       | expire_ts i64| value       |
-//	| (LE)      | (LE)      | klen B   | if FlagHasTS | if HasExpire | vlen B      |
-//	+-----------+-----------+----------+--------------+--------------+-------------+
+//	+----------+----------+-------------+--------+--------------+---------------+--------+
+//	| klen u32 | vlen u32 | trailer u64 | key    | ts i64       | expire_ts i64 | value  |
+//	| (LE)     | (LE)     | seq<<8|flags| klen B | if FlagHasTS | if HasExpire  | vlen B |
+//	+----------+----------+-------------+--------+--------------+---------------+--------+
 //
 // Chunks are arenaChunk bytes; a record larger than a quarter chunk gets a
 // chunk of its own. Chunks come from internal/manual, outside the Go heap:
@@ -28,8 +28,9 @@ import (
 // arenaChunk is the size of each shared arena chunk.
 const arenaChunk = 1 << 20
 
-// recordHeader is the fixed part of a record: key and value lengths.
-const recordHeader = 8
+// recordHeader is the fixed part of a record: key and value lengths and
+// the trailer.
+const recordHeader = 16
 
 // recordLen returns the arena bytes the record of r takes.
 func recordLen(r *format.Row) int {
@@ -95,6 +96,7 @@ func (m *Memtable) writeRecord(r *format.Row, n int) uint64 {
 	b := m.chunks[chunk][off : off+n : off+n]
 	binary.LittleEndian.PutUint32(b, uint32(len(r.Key)))
 	binary.LittleEndian.PutUint32(b[4:], uint32(len(r.Value)))
+	binary.LittleEndian.PutUint64(b[8:], r.Seq<<8|uint64(r.Flags))
 	p := recordHeader + copy(b[recordHeader:], r.Key)
 	if r.Flags&format.FlagHasTS != 0 {
 		binary.LittleEndian.PutUint64(b[p:], uint64(r.TS))
@@ -117,14 +119,21 @@ func (m *Memtable) recordKey(loc uint64) []byte {
 	return c[p : p+klen : p+klen]
 }
 
+// trailer returns seq<<8|flags of the row of e, a stored entry. Caller
+// holds mu.
+func (m *Memtable) trailer(e entry) uint64 {
+	return binary.LittleEndian.Uint64(m.chunks[locChunk(e.loc)][locOff(e.loc)+8:])
+}
+
 // row materialises the row of e. Caller holds mu.
 func (m *Memtable) row(e entry) format.Row {
 	c := m.chunks[locChunk(e.loc)]
 	off := locOff(e.loc)
 	klen := int(binary.LittleEndian.Uint32(c[off:]))
 	vlen := int(binary.LittleEndian.Uint32(c[off+4:]))
+	t := binary.LittleEndian.Uint64(c[off+8:])
 	p := off + recordHeader
-	r := format.Row{Key: c[p : p+klen : p+klen], Seq: e.trailer >> 8, Flags: uint8(e.trailer)}
+	r := format.Row{Key: c[p : p+klen : p+klen], Seq: t >> 8, Flags: uint8(t)}
 	p += klen
 	if r.Flags&format.FlagHasTS != 0 {
 		r.TS = int64(binary.LittleEndian.Uint64(c[p:]))

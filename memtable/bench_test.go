@@ -2,9 +2,11 @@ package memtable
 
 import (
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/internal/heapmeter"
 )
 
 // benchKey writes the harness's key shape (15 digits and a suffix byte), so
@@ -144,5 +146,43 @@ func BenchmarkGetLongKey(b *testing.B) {
 		if _, ok := m.Get(keys[i%len(keys)], format.MaxSeq); !ok {
 			b.Fatal("missing key")
 		}
+	}
+}
+
+// BenchmarkHeapPerRow fills a memtable with 256k rows (16-byte bench keys,
+// 100-byte values) in random, ascending or descending key order and reports the Go heap
+// it holds per row (heap-B/row: the B-tree index; arena records live outside
+// the heap) and what Size accounts per row (size-B/row, record included).
+// sec/op is the time to fill it (per memtable, GCs excluded).
+func BenchmarkHeapPerRow(b *testing.B) {
+	const n = 256 << 10
+	for _, order := range []string{"random", "ascending", "descending"} {
+		b.Run(order, func(b *testing.B) {
+			ids := make([]uint64, n)
+			for i := range ids {
+				ids[i] = uint64(i)
+			}
+			switch order {
+			case "random":
+				rand.New(rand.NewSource(1)).Shuffle(n, func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
+			case "descending":
+				slices.Reverse(ids)
+			}
+			val := make([]byte, 100)
+			var key [16]byte
+			var heap, size float64
+			for b.Loop() {
+				before := heapmeter.Live(b)
+				m := New(1)
+				for i, id := range ids {
+					m.Add(&format.Row{Key: benchKey(key[:], id), Seq: uint64(i + 1), Value: val})
+				}
+				heap = float64(heapmeter.Live(b)-before) / n
+				size = float64(m.Size()) / n
+				m.Unref()
+			}
+			b.ReportMetric(heap, "heap-B/row")
+			b.ReportMetric(size, "size-B/row")
+		})
 	}
 }

@@ -29,7 +29,7 @@ func (it *iterator) fill(p entry, forward, inclusive bool) bool {
 	it.forward = forward
 	m := it.m
 	visit := func(e entry) bool {
-		if !inclusive && e.trailer>>8 == p.trailer>>8 && m.sameKey(e, p) {
+		if !inclusive && e.loc == p.loc { // p itself (a pivot equals no row)
 			return true
 		}
 		it.buf = append(it.buf, m.row(e))
@@ -38,9 +38,9 @@ func (it *iterator) fill(p entry, forward, inclusive bool) bool {
 	}
 	m.rlock()
 	if forward {
-		m.tree.AscendGreaterOrEqual(p, visit)
+		m.ascendFrom(p, visit)
 	} else {
-		m.tree.DescendLessOrEqual(p, visit)
+		m.descendFrom(p, visit)
 	}
 	m.mu.RUnlock()
 	return it.settle()
@@ -59,9 +59,9 @@ func (it *iterator) fillEnd(forward bool) bool {
 	}
 	m.rlock()
 	if forward {
-		m.tree.Ascend(visit)
+		m.ascendAll(visit)
 	} else {
-		m.tree.Descend(visit)
+		m.descendAll(visit)
 	}
 	m.mu.RUnlock()
 	return it.settle()
@@ -79,7 +79,7 @@ func (it *iterator) settle() bool {
 
 // seek positions from a search key.
 func (it *iterator) seek(key []byte, forward, inclusive bool) bool {
-	p := makePivot(key, format.MaxSeq)
+	p := makePivot(key)
 	ok := it.fill(p, forward, inclusive)
 	dropPivot(p)
 	return ok
@@ -90,7 +90,7 @@ func (it *iterator) SeekGE(key []byte) bool { return it.seek(key, true, true) }
 
 // SeekLT positions at the oldest version of the last user key < key.
 func (it *iterator) SeekLT(key []byte) bool {
-	// (key, MaxSeq) sorts before every version of key; everything strictly
+	// The pivot of key sorts before every version of key; everything
 	// below it has a smaller user key.
 	return it.seek(key, false, false)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/internal/heapmeter"
 )
 
 func benchRows(n int) []format.Row {
@@ -174,4 +175,30 @@ func BenchmarkBloomProbeLarge(b *testing.B) {
 		r.MayContain(probes[i%len(probes)])
 		i++
 	}
+}
+
+// BenchmarkFilterWriter adds the distinct keys of one flushed memtable
+// (300k 16-byte keys shaped like the engine benchmark's) to a fresh filter
+// builder and builds the filter (time excludes the two GCs). heap-B/key is the builder's live heap per
+// key just before build (what a flush holds until the table is finished).
+func BenchmarkFilterWriter(b *testing.B) {
+	const n = 300_000
+	keys := make([]byte, 16*n)
+	for i := range n {
+		_ = fmt.Appendf(keys[16*i:16*i], "%015dk", i) // fills keys in place
+	}
+	b.ReportAllocs()
+	var live float64
+	for b.Loop() {
+		before := heapmeter.Live(b)
+		f := &filterWriter{bitsPerKey: 10}
+		for i := range n {
+			f.add(keys[16*i : 16*i+16])
+		}
+		live = float64(heapmeter.Live(b)-before) / n
+		if _, err := f.build(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(live, "heap-B/key")
 }

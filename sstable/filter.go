@@ -34,6 +34,7 @@ package sstable
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/bits"
 	"sync"
@@ -126,21 +127,28 @@ func (f *blockedFilter) mayContain(ukey []byte) bool {
 	return true
 }
 
-// filterWriter collects the distinct user keys of a table; the filter is
-// sized when the count is known, at Finish.
+// filterWriter collects the hash (filterHash) of each distinct user key of
+// a table; the filter is sized when the count is known, at build. A blocked
+// filter needs only the 64-bit hash of a key, so a key costs 8 bytes here
+// however long it is, and adding one allocates nothing but the occasional
+// doubling of hashes.
 type filterWriter struct {
 	bitsPerKey int
-	arena      []byte   // the keys, back to back
-	ends       []uint32 // end offset of each key in arena
-	last       []byte
+	hashes     []uint64 // filterHash of each distinct key, in order added
+	last       []byte   // copy of the last key added, to skip its versions
 }
 
-// maxPooledFilterArena bounds the key arena a filterWriter keeps for reuse.
-const maxPooledFilterArena = 64 << 20
+// maxPooledFilterHashes bounds the hash slice a filterWriter keeps for reuse
+// (64 MiB).
+const maxPooledFilterHashes = 8 << 20
+
+// maxFilterBits is the most bits a blocked filter can have: its line
+// count is a u32.
+const maxFilterBits = math.MaxUint32 * blockedLineBits
 
 // filterPool recycles filterWriters between tables, so that a flush or
-// compaction does not regrow the key arena and offsets from empty for
-// every table it writes.
+// compaction does not regrow the hash slice from empty for every table it
+// writes.
 var filterPool = sync.Pool{New: func() any { return &filterWriter{} }}
 
 func newFilterWriter(bitsPerKey int) *filterWriter {
@@ -151,44 +159,42 @@ func newFilterWriter(bitsPerKey int) *filterWriter {
 
 // release empties f and returns it to the pool; f must not be used after.
 func (f *filterWriter) release() {
-	if cap(f.arena) > maxPooledFilterArena {
+	if cap(f.hashes) > maxPooledFilterHashes {
 		return
 	}
-	f.arena, f.ends, f.last = f.arena[:0], f.ends[:0], nil
+	f.hashes, f.last = f.hashes[:0], f.last[:0]
 	filterPool.Put(f)
 }
 
 // add records ukey; consecutive duplicates (versions of a key) count once.
 func (f *filterWriter) add(ukey []byte) {
-	if len(f.ends) > 0 && bytes.Equal(ukey, f.last) {
+	if len(f.hashes) > 0 && bytes.Equal(ukey, f.last) {
 		return
 	}
-	start := len(f.arena)
-	f.arena = append(f.arena, ukey...)
-	f.ends = append(f.ends, uint32(len(f.arena)))
-	f.last = f.arena[start:len(f.arena):len(f.arena)]
+	f.hashes = append(f.hashes, filterHash(ukey))
+	f.last = append(f.last[:0], ukey...)
 }
 
-// canAdd reports whether the arena can hold n more bytes (its offsets are u32).
-func (f *filterWriter) canAdd(n int) bool {
-	return uint64(len(f.arena))+uint64(n) <= math.MaxUint32
+// canAdd reports whether the filter can take one more key: its line count
+// must fit a u32.
+func (f *filterWriter) canAdd() bool {
+	return uint64(len(f.hashes))+1 <= maxFilterBits/uint64(f.bitsPerKey)
 }
 
 // build returns the encoded blocked filter block.
 func (f *filterWriter) build() ([]byte, error) {
-	n := uint64(len(f.ends))
+	n := uint64(len(f.hashes))
 	lines := max((n*uint64(f.bitsPerKey)+blockedLineBits-1)/blockedLineBits, 1)
+	if lines > math.MaxUint32 {
+		return nil, fmt.Errorf("sstable: filter of %d keys at %d bits per key needs %d lines", n, f.bitsPerKey, lines)
+	}
 	k := uint32(math.Round(float64(f.bitsPerKey) * math.Ln2))
 	k = min(max(k, 1), maxBlockedProbes)
-	// A u32 line count covers 2^41 bits: far beyond the key arena's bound.
 	b := make([]byte, blockedHeaderLen+lines*blockedLineBytes)
 	b[0], b[1] = filterTypeBlocked, byte(k)
 	binary.LittleEndian.PutUint32(b[4:], uint32(lines))
 	body := b[blockedHeaderLen:]
-	start := uint32(0)
-	for _, end := range f.ends {
-		h := filterHash(f.arena[start:end])
-		start = end
+	for _, h := range f.hashes {
 		line := body[blockedLine(h, lines)*blockedLineBytes:][:blockedLineBytes]
 		p := uint32(h)
 		for range k {

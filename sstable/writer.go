@@ -102,7 +102,7 @@ func (w *Writer) Add(r *format.Row) error {
 		return fmt.Errorf("sstable: row %q has a negative time", r.Key)
 	case r.Flags&format.FlagTombstone != 0 && len(r.Value) != 0:
 		return fmt.Errorf("sstable: tombstone %q has a value", r.Key)
-	case w.filter != nil && !w.filter.canAdd(len(r.Key)):
+	case w.filter != nil && !w.filter.canAdd():
 		return fmt.Errorf("sstable: table too large for its filter")
 	}
 	w.scratch = format.AppendInternalKey(w.scratch[:0], r)
