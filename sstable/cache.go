@@ -131,6 +131,11 @@ type Cache struct {
 	// object store each miss is a ranged GET.
 	loadMu  sync.Mutex
 	loading map[cacheKey]*blockLoad
+	// capacity is NewCache's; charged is the table metadata charged to it
+	// (charge.go).
+	capacity int64
+	chargeMu sync.Mutex
+	charged  int64
 }
 
 // blockLoad is a read of one block that other readers missing the same
@@ -149,7 +154,8 @@ type CacheMetrics struct {
 	SizeBytes int64
 }
 
-// NewCache returns a cache holding at most about capacityBytes of blocks.
+// NewCache returns a cache holding at most about capacityBytes of blocks,
+// less the index and filter memory of the Readers open on it (charge.go).
 // A capacity <= 0 yields a cache that holds nothing but still counts misses.
 func NewCache(capacityBytes int64) *Cache {
 	c := &Cache{}
@@ -157,6 +163,7 @@ func NewCache(capacityBytes int64) *Cache {
 		return c
 	}
 	c.alloc = slab.New()
+	c.capacity = capacityBytes
 	c.c = otter.Must(&otter.Options[cacheKey, *cachedBlock]{
 		MaximumWeight: uint64(capacityBytes),
 		Weigher:       func(_ cacheKey, v *cachedBlock) uint32 { return uint32(cap(v.buf.B)) },
