@@ -74,3 +74,21 @@ func TestCacheChargeFloor(t *testing.T) {
 		t.Fatal("a nil or zero-capacity cache recorded a charge")
 	}
 }
+
+// TestCacheChargesEntryOverhead: each block weighs its slab class plus the
+// bookkeeping it costs on the Go heap, so a cache holds fewer blocks than
+// its capacity divided by the block size.
+func TestCacheChargesEntryOverhead(t *testing.T) {
+	const blocks = 41
+	c := NewCache(blocks * 4096)
+	defer c.Close()
+	for i := range 2 * blocks {
+		c.set(cacheKey{id: 1, off: uint64(i) * 4096}, make([]byte, 4096)).release()
+	}
+	c.c.CleanUp()
+	// 41 blocks of 4096 bytes fill the capacity; with the overhead only
+	// 39 fit.
+	if n := c.c.EstimatedSize(); n >= blocks || n == 0 {
+		t.Fatalf("cache of %d bytes holds %d blocks of 4096 bytes, want fewer than %d", blocks*4096, n, blocks)
+	}
+}
