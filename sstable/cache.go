@@ -136,6 +136,7 @@ type Cache struct {
 	capacity int64
 	chargeMu sync.Mutex
 	charged  int64
+	applied  int64 // the data blocks' share last set
 }
 
 // blockLoad is a read of one block that other readers missing the same
@@ -170,7 +171,7 @@ func NewCache(capacityBytes int64) *Cache {
 		return c
 	}
 	c.alloc = slab.New()
-	c.capacity = capacityBytes
+	c.capacity, c.applied = capacityBytes, capacityBytes
 	c.c = otter.Must(&otter.Options[cacheKey, *cachedBlock]{
 		MaximumWeight: uint64(capacityBytes),
 		Weigher:       func(_ cacheKey, v *cachedBlock) uint32 { return uint32(cap(v.buf.B)) + entryOverhead },

@@ -65,6 +65,22 @@ func TestCacheChargeFloor(t *testing.T) {
 	if got := c.c.GetMaximum(); got != capacity || c.Charged() != 0 {
 		t.Fatalf("all given back: blocks' share %d (want %d), charged %d", got, capacity, c.Charged())
 	}
+	// Small charges wait until they add up to a resize step.
+	small := int64(capacity/resizeStep) / 4
+	c.charge(small)
+	if got := c.c.GetMaximum(); got != capacity {
+		t.Fatalf("after a charge of %d bytes the blocks' share moved to %d", small, got)
+	}
+	for range 3 {
+		c.charge(small)
+	}
+	if got, want := c.c.GetMaximum(), uint64(capacity-4*small); got != want {
+		t.Fatalf("after charges adding up to a resize step the blocks' share is %d, want %d", got, want)
+	}
+	c.charge(-4 * small)
+	if got := c.c.GetMaximum(); got != capacity {
+		t.Fatalf("all given back: blocks' share %d, want %d", got, capacity)
+	}
 	// Caches that hold nothing ignore charges.
 	var nilCache *Cache
 	nilCache.charge(1)
