@@ -149,7 +149,10 @@ type Options struct {
 	// 1% false-positive rate). Negative disables filters.
 	BloomBitsPerKey int
 	// BlockCacheSize is the byte budget of the block cache shared by all
-	// SSTables. Default: 64 MiB. Negative disables the cache.
+	// SSTables. The index and filter that every open SSTable keeps in
+	// memory are charged to it, so cached data blocks get the budget less
+	// those (but never less than a quarter of it). Default: 64 MiB.
+	// Negative disables the cache (and the charging).
 	BlockCacheSize int64
 	// TargetFileSize is the size at which compaction output is split into a
 	// new SSTable. Default: 8 MiB.

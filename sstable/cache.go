@@ -130,6 +130,12 @@ type Cache struct {
 	// object store each miss is a ranged GET.
 	loadMu  sync.Mutex
 	loading map[cacheKey]*blockLoad
+	// capacity is NewCache's; charged is the table metadata charged to it
+	// (charge.go).
+	capacity int64
+	chargeMu sync.Mutex
+	charged  int64
+	applied  int64 // the data blocks' share last set
 }
 
 // blockLoad is a read of one block that other readers missing the same
@@ -154,6 +160,12 @@ func (l *blockLoad) newBuf(n int) []byte {
 	return l.cb.buf.B
 }
 
+// entryOverhead is what each cached block costs on the Go heap besides its
+// slab memory, charged to the capacity with it: its cachedBlock (48 bytes),
+// its CLOCK slot (40) and its map entry (about 32 with the table's slack),
+// rounded up.
+const entryOverhead = 128
+
 // CacheMetrics is a snapshot of a cache's counters.
 type CacheMetrics struct {
 	Hits, Misses uint64
@@ -162,7 +174,9 @@ type CacheMetrics struct {
 	SizeBytes int64
 }
 
-// NewCache returns a cache holding at most about capacityBytes of blocks.
+// NewCache returns a cache holding at most about capacityBytes of blocks,
+// counting each block's slab class and its bookkeeping (entryOverhead),
+// less the index and filter memory of the Readers open on it (charge.go).
 // A capacity <= 0 yields a cache that holds nothing but still counts misses.
 func NewCache(capacityBytes int64) *Cache {
 	c := &Cache{}
@@ -170,8 +184,9 @@ func NewCache(capacityBytes int64) *Cache {
 		return c
 	}
 	c.alloc = slab.New()
+	c.capacity, c.applied = capacityBytes, capacityBytes
 	c.c = newClockIndex(capacityBytes, func(cb *cachedBlock, w int64) {
-		c.size.Add(-w)
+		c.size.Add(-(w - entryOverhead))
 		cb.unref()
 	})
 	return c
@@ -263,10 +278,10 @@ func (c *Cache) newBlock(n int) *cachedBlock {
 // freed at its release.
 func (c *Cache) insert(k cacheKey, cb *cachedBlock) blockRef {
 	cb.refs.Add(1) // the cache's
-	w := int64(cap(cb.buf.B))
-	c.size.Add(w)
-	if !c.c.add(k, cb, w) {
-		c.size.Add(-w)
+	n := int64(cap(cb.buf.B))
+	c.size.Add(n)
+	if !c.c.add(k, cb, n+entryOverhead) {
+		c.size.Add(-n)
 		cb.refs.Add(-1)
 		return blockRef{b: cb.buf.B, c: cb}
 	}

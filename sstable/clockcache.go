@@ -75,6 +75,40 @@ func newClockIndex(capacity int64, onEvict func(*cachedBlock, int64)) *clockInde
 	return x
 }
 
+// setCapacity changes the index's total budget, split over the shards as
+// at creation, and evicts at once from each shard that now holds more.
+func (x *clockIndex) setCapacity(capacity int64) {
+	n := int64(len(x.shards))
+	for i := range x.shards {
+		s := &x.shards[i]
+		var victims []clockEntry
+		s.mu.Lock()
+		s.capacity = capacity / n
+		if i == 0 {
+			s.capacity += capacity % n
+		}
+		for s.weight > s.capacity {
+			victims = append(victims, s.evict())
+		}
+		s.mu.Unlock()
+		for _, e := range victims {
+			x.onEvict(e.cb, e.weight)
+		}
+	}
+}
+
+// maximum returns the index's total budget.
+func (x *clockIndex) maximum() int64 {
+	var n int64
+	for i := range x.shards {
+		s := &x.shards[i]
+		s.mu.RLock()
+		n += s.capacity
+		s.mu.RUnlock()
+	}
+	return n
+}
+
 func (x *clockIndex) shard(k cacheKey) *clockShard {
 	if len(x.shards) == 1 {
 		return &x.shards[0]

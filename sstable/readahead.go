@@ -125,7 +125,9 @@ func (r *Reader) fetchWindow(w *raWindow, c *Cache) {
 	defer w.fetchDone()
 	first, last := w.handles[0], w.handles[len(w.handles)-1]
 	start := first.offset
-	buf := make([]byte, last.offset+last.length+trailerLen-start)
+	bp := getWindowBuf(int(last.offset + last.length + trailerLen - start))
+	defer putWindowBuf(bp) // decodeBlock copies every block out of it
+	buf := *bp
 	n, err := r.f.ReadAt(buf, int64(start))
 	w.blocks = make([][]byte, len(w.handles))
 	w.errs = make([]error, len(w.handles))

@@ -18,6 +18,7 @@ import (
 	"hash/crc32"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/storage"
@@ -68,7 +69,8 @@ type Reader struct {
 	raComp  int    // the same for compaction iterators
 	raAfter int    // ReaderOptions.ReadAheadAfter
 
-	getPool sync.Pool // *blockIter for Get
+	getPool sync.Pool    // *blockIter for Get
+	charged atomic.Int64 // metaBytes charged to cache until Close
 }
 
 // Open opens a table, reading and verifying its footer, properties, index
@@ -110,6 +112,10 @@ func Open(f storage.ObjectReader, opts ReaderOptions) (*Reader, error) {
 	}
 	if r.filter, err = r.readFilter(); err != nil {
 		return nil, err
+	}
+	if r.cache != nil {
+		r.charged.Store(r.metaBytes())
+		r.cache.charge(r.charged.Load())
 	}
 	return r, nil
 }
@@ -370,5 +376,9 @@ func (r *Reader) GetAfterFilter(ukey []byte, seq uint64) (row format.Row, ref Bl
 	return row, BlockRef{}, true, nil
 }
 
-// Close closes the underlying object.
-func (r *Reader) Close() error { return r.f.Close() }
+// Close closes the underlying object and gives back the memory charged to
+// the cache for the table's index and filter.
+func (r *Reader) Close() error {
+	r.cache.charge(-r.charged.Swap(0))
+	return r.f.Close()
+}

@@ -180,7 +180,9 @@ func putBuf(b []byte) {
 // log, and returns a Writer appending to it. The header is not synced until
 // the first Sync.
 func NewWriter(lw storage.LogWriter, segNum uint64) (*Writer, error) {
-	w := &Writer{lw: lw, done: make(chan struct{}), pending: getBuf(), spare: getBuf()}
+	// The pending buffers are taken at the first Write: a DB that only
+	// reads keeps an open segment and need not hold 2*pendingCap for it.
+	w := &Writer{lw: lw, done: make(chan struct{})}
 	w.cond = sync.NewCond(&w.mu)
 	hdr := AppendHeader(make([]byte, 0, HeaderSize), segNum)
 	n, err := lw.Write(hdr)
@@ -247,6 +249,9 @@ func (w *Writer) Write(records []byte) error {
 	}
 	if w.closing {
 		return errors.New("wal: writer is closed")
+	}
+	if w.pending == nil {
+		w.pending = getBuf() // the first Write, or the flusher holds the other buffer
 	}
 	w.pending = append(w.pending, records...)
 	w.appended += int64(len(records))

@@ -630,3 +630,48 @@ func TestWritesAroundMaxPending(t *testing.T) {
 		t.Fatalf("replayed %d of %d records (torn %v)", len(got), len(payloads), res.Torn())
 	}
 }
+
+// TestWriterBuffersTakenOnFirstWrite: a Writer that is never written to
+// holds no pending buffer; written to, it uses at most two.
+func TestWriterBuffersTakenOnFirstWrite(t *testing.T) {
+	lw, err := storage.NewMem().CreateLog("000001.wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewWriter(lw, testSeg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	idle := w.pending != nil || w.spare != nil
+	w.mu.Unlock()
+	if idle {
+		t.Fatal("a Writer not yet written to holds a pending buffer")
+	}
+	rec := AppendRecord(nil, []byte("row"))
+	for range 100 {
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := w.Size(), int64(HeaderSize+100*len(rec)); got != want {
+		t.Fatalf("size %d after 100 records, want %d", got, want)
+	}
+	w.mu.Lock()
+	bufs := 0
+	for _, b := range [][]byte{w.pending, w.spare} {
+		if cap(b) > 0 {
+			bufs++
+		}
+	}
+	w.mu.Unlock()
+	if bufs == 0 {
+		t.Fatal("a written Writer holds no buffer")
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,69 @@
+package sstable
+
+// Charging open tables' metadata to the block cache.
+//
+// A Reader keeps its table's index block, the decoded point index and the
+// filter in memory for as long as it is open (reader.go), outside the
+// cache. Left out of the budget, they made a DB's memory the cache's
+// capacity plus a few MB per GB of tables: about 3.9 MB on top of a 64 MiB
+// cache for the 1M-key benchmark database, doubled again by GC headroom
+// since they live on the Go heap. Engines that keep index and filter
+// blocks in their block cache (Pebble, RocksDB by option) pay for them out
+// of the same budget.
+//
+// So a Reader opened with a Cache charges the bytes it holds to it, and
+// the Cache lowers the share of its capacity that data blocks may take by
+// the total charged, evicting blocks at once if they now exceed it. Close
+// gives the charge back. Charges never squeeze data blocks below
+// minBlockShare of the capacity: a database whose tables' metadata alone
+// exceeds the budget still caches some blocks (its memory then exceeds the
+// budget by that metadata, as before).
+
+import "unsafe"
+
+// minBlockShare is the smallest fraction (1/minBlockShare) of a Cache's
+// capacity that charges leave to data blocks.
+const minBlockShare = 4
+
+// charge adds n bytes (negative to give them back) held outside the cache
+// to what its capacity pays for, and resizes the data blocks' share,
+// evicting at once if the blocks now exceed it. A nil Cache, or one of
+// capacity 0, ignores it.
+func (c *Cache) charge(n int64) {
+	if c == nil || c.c == nil || n == 0 {
+		return
+	}
+	c.chargeMu.Lock()
+	defer c.chargeMu.Unlock()
+	c.charged += n
+	if blocks := max(c.capacity-c.charged, c.capacity/minBlockShare); blocks != c.applied {
+		c.c.setCapacity(blocks)
+		c.applied = blocks
+	}
+}
+
+// Charged returns the bytes of table metadata charged to the cache by the
+// Readers open on it.
+func (c *Cache) Charged() int64 {
+	if c == nil {
+		return 0
+	}
+	c.chargeMu.Lock()
+	defer c.chargeMu.Unlock()
+	return c.charged
+}
+
+// metaBytes returns the memory r keeps for its table while it is open: the
+// index block, the decoded point index and the filter.
+func (r *Reader) metaBytes() int64 {
+	p := &r.pindex
+	n := cap(r.index) + cap(p.keys) + 4*cap(p.ends) + int(unsafe.Sizeof(blockHandle{}))*cap(p.handles) + cap(p.common) + 8*cap(p.heads)
+	if f := r.filter; f != nil {
+		if f.legacy != nil {
+			n += int(f.legacy.Cap() / 8)
+		} else {
+			n += 8 * cap(f.blocked.words)
+		}
+	}
+	return int64(n)
+}
