@@ -290,11 +290,13 @@ func (db *DB) runPick(ctx context.Context, p *compaction.Pick, now int64) (err e
 		db.log.Info("mayfly: dropped expired tables", "tables", len(inputs), "bytes", n)
 		return nil
 	case compaction.KindMove:
-		edit.added = []addedTable{{level: p.OutputLevel, table: inputs[0]}}
+		for _, t := range inputs {
+			edit.added = append(edit.added, addedTable{level: p.OutputLevel, table: t})
+		}
 		if err := db.logAndApply(edit); err != nil {
 			return err
 		}
-		db.metrics.trivialMoves.Add(1)
+		db.metrics.trivialMoves.Add(uint64(len(inputs)))
 		return nil
 	}
 

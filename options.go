@@ -26,12 +26,14 @@ const defaultObjectReadAhead = 1 << 20
 
 // DefaultMemtableSize is the MemtableSize used when Options leaves it zero:
 // 64 MiB. Smaller memtables cut peak RSS (16 MiB: about half) but, measured
-// in docs/benchmarks.md ("Memtable size"), they slow bulk and sequential
-// loads and, worse for TTL data, flush short-lived rows into level-0 tables
-// that are compacted into the base level before they expire instead of
-// being dropped whole (TTL churn space amplification 1.26 at 64 MiB, 1.69 at
-// 32, 1.42 at 16). Services that must bound memory more than disk can set
-// 16 MiB.
+// in docs/benchmarks.md ("Memtable size"), batched loads then stall on
+// flushes (fillbatch 0.68–0.87x Pebble at 16 MiB, even with level-0
+// trivial moves), random writes pay more level-0 compaction, and, worse for
+// TTL data, short-lived rows reach more level-0 tables than a TTL's worth
+// can hold, which are then compacted before they expire instead of being
+// dropped whole (TTL churn space amplification 1.19–1.20 at 16 MiB,
+// 1.26–1.40 at 8, against a 1.2 target). Services that must bound memory
+// more than disk can set 16 MiB.
 const DefaultMemtableSize = 64 << 20
 
 // defaultLocalReadAhead is Options.ReadAheadSize's default for iterators on
@@ -110,10 +112,11 @@ type Options struct {
 	// the row bytes it counts, up to 1 + MaxImmutableMemtables of them are
 	// alive at once, and the garbage collector's headroom (GOGC) doubles
 	// that in peak RSS; a smaller memtable therefore cuts write-path memory
-	// in proportion, at the price of more level-0 compactions (below 16 MiB
-	// write amplification doubles with each halving) and of short-lived
-	// rows compacted before they expire (see docs/benchmarks.md, "Memtable
-	// size: RSS against write amplification").
+	// in proportion, at the price of more level-0 compactions for random
+	// writes (below 16 MiB write amplification doubles with each halving;
+	// sequential ingest moves its level-0 tables down unrewritten) and of
+	// short-lived rows compacted before they expire (see
+	// docs/benchmarks.md, "Memtable size: RSS against write amplification").
 	MemtableSize int64
 	// MaxImmutableMemtables is how many frozen memtables may wait for their
 	// flush before writes stall. Default: 2.

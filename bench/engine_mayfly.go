@@ -108,6 +108,7 @@ func (e *mayflyEngine) Stats() map[string]float64 {
 		"write_slowdowns":  float64(m.WriteSlowdowns),
 		"compactions":      float64(m.Compactions),
 		"whole_file_drops": float64(m.WholeFileDrops),
+		"trivial_moves":    float64(m.TrivialMoves),
 		"l0_files":         float64(m.Levels[0].Files),
 		"cache_hits":       float64(m.BlockCacheHits),
 		"cache_misses":     float64(m.BlockCacheMisses),

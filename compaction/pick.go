@@ -48,7 +48,9 @@ func PickAuto(v *Levels, o *PickerOptions, env *Env) *Pick {
 	return pickPeriodic(v, o, env)
 }
 
-// pickL0 compacts every level-0 table into the base level.
+// pickL0 moves the level-0 tables that can go down without a rewrite
+// (pickL0Move) or, when there are none, compacts every level-0 table into
+// the base level.
 func pickL0(v *Levels, o *PickerOptions, env *Env) *Pick {
 	if len(v[0]) == 0 {
 		return nil
@@ -60,6 +62,9 @@ func pickL0(v *Levels, o *PickerOptions, env *Env) *Pick {
 		}
 	}
 	_, base := Targets(v, o)
+	if p := pickL0Move(v, o, base, env); p != nil {
+		return p
+	}
 	lo, hi := keyRange(v[0])
 	p := &Pick{Kind: KindL0, Inputs: []Input{{Level: 0, Tables: slices.Clone(v[0])}}, OutputLevel: base}
 	over := overlapping(v[base], lo, hi)
@@ -70,6 +75,40 @@ func pickL0(v *Levels, o *PickerOptions, env *Env) *Pick {
 		p.Inputs = append(p.Inputs, Input{Level: base, Tables: over})
 	}
 	return finish(v, p, env)
+}
+
+// pickL0Move returns a trivial move into the base level of every level-0
+// table that overlaps no other level-0 table and no base-level table, or nil
+// if there is none. Sequential ingest (a bulk load, an append-only key
+// space) writes such tables, and rewriting them would only copy bytes: with
+// small memtables level 0 fills after a few flushes, and the rewrite then
+// competes with flushing for the CPU. Overlapping tables are left to the
+// level-0 compaction, which has to read them all anyway.
+//
+// The move is safe: a moved table shadows nothing wrongly, since no other
+// level-0 table holds its keys, the levels between 0 and the base are empty
+// (Targets), and the base level stays sorted and disjoint because every
+// moved table is disjoint from its tables and from the other moved ones.
+// Tables with expired bytes are left to the rewrite, which drops those
+// rows, unless the table is short-lived (shortLived): it will be dropped
+// whole from the base level as well.
+func pickL0Move(v *Levels, o *PickerOptions, base int, env *Env) *Pick {
+	var move []*Table
+	l0 := v[0]
+	for i, t := range l0 {
+		if anyOverlap(l0[:i], t.Smallest, t.Largest) || anyOverlap(l0[i+1:], t.Smallest, t.Largest) ||
+			anyOverlap(v[base], t.Smallest, t.Largest) {
+			continue
+		}
+		if ExpiredBytes(t.Meta, env.Now) > 0 && !shortLived(t.Meta, o) {
+			continue
+		}
+		move = append(move, t)
+	}
+	if len(move) == 0 {
+		return nil
+	}
+	return finish(v, &Pick{Kind: KindMove, Inputs: []Input{{Level: 0, Tables: move}}, OutputLevel: base}, env)
 }
 
 // pickLevel compacts one table of level l (round-robin by key) with what it

@@ -1,6 +1,7 @@
 package compaction
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/mayflydb/mayfly/manifest"
@@ -220,5 +221,101 @@ func TestNextDropTS(t *testing.T) {
 	}
 	if !AllExpired(v[Bottom][0].Meta, now+3_001) || AllExpired(v[Bottom][0].Meta, now+3_000) {
 		t.Fatal("NextDropTS disagrees with AllExpired")
+	}
+}
+
+// TestPickL0Move: level-0 tables that overlap no other level-0 table and
+// no base-level table go down by a trivial move (sequential ingest), all in
+// one pick; overlapping ones, and those with expired bytes that are not
+// short-lived, are left to the level-0 rewrite, which runs once nothing is
+// left to move.
+func TestPickL0Move(t *testing.T) {
+	const now = 10_000_000
+	o := testPickerOpts // threshold 4
+	tbl := func(num uint64, lo, hi string) *Table {
+		return &Table{Meta: &manifest.FileMeta{Num: num, Size: 1000, NumRows: 10, CreationTime: now},
+			Smallest: []byte(lo), Largest: []byte(hi)}
+	}
+	nums := func(ts []*Table) []uint64 {
+		var out []uint64
+		for _, t := range ts {
+			out = append(out, t.Meta.Num)
+		}
+		return out
+	}
+	cases := []struct {
+		name  string
+		l0    []*Table // newest first
+		base  []*Table // the bottom level, the base of a small tree
+		kind  Kind
+		moved []uint64
+	}{
+		{name: "disjoint tables all move", kind: KindMove, moved: []uint64{4, 3, 2, 1},
+			l0: []*Table{tbl(4, "g", "h"), tbl(3, "e", "f"), tbl(2, "c", "d"), tbl(1, "a", "b")}},
+		{name: "disjoint from the base level too", kind: KindMove, moved: []uint64{5, 4, 3, 2},
+			l0:   []*Table{tbl(5, "g", "h"), tbl(4, "e", "f"), tbl(3, "c", "d"), tbl(2, "a", "b")},
+			base: []*Table{tbl(1, "m", "z")}},
+		{name: "overlapping pairs stay, the rest moves", kind: KindMove, moved: []uint64{4, 1},
+			l0: []*Table{tbl(4, "x", "y"), tbl(3, "c", "f"), tbl(2, "d", "e"), tbl(1, "a", "b")}},
+		{name: "a table overlapping the base level stays", kind: KindMove, moved: []uint64{4, 3, 2},
+			l0:   []*Table{tbl(5, "n", "o"), tbl(4, "g", "h"), tbl(3, "e", "f"), tbl(2, "a", "b")},
+			base: []*Table{tbl(1, "m", "z")}},
+		{name: "nothing to move: a rewrite", kind: KindL0,
+			l0: []*Table{tbl(4, "a", "z"), tbl(3, "a", "z"), tbl(2, "a", "z"), tbl(1, "a", "z")}},
+		{name: "nothing disjoint from the base level: a rewrite", kind: KindL0,
+			l0:   []*Table{tbl(5, "a", "b"), tbl(4, "c", "d"), tbl(3, "e", "f"), tbl(2, "g", "h")},
+			base: []*Table{tbl(1, "a", "z")}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var v Levels
+			v[0], v[Bottom] = c.l0, c.base
+			p := PickAuto(&v, &o, &Env{Now: now})
+			if p == nil || p.Kind != c.kind {
+				t.Fatalf("picked %+v, want kind %v", p, c.kind)
+			}
+			if p.Inputs[0].Level != 0 || p.OutputLevel != Bottom {
+				t.Fatalf("pick from level %d to %d, want 0 to the base level %d", p.Inputs[0].Level, p.OutputLevel, Bottom)
+			}
+			if c.kind == KindL0 {
+				if len(p.Inputs[0].Tables) != len(c.l0) {
+					t.Fatalf("rewrite takes %v, want every level-0 table", nums(p.Inputs[0].Tables))
+				}
+				return
+			}
+			if len(p.Inputs) != 1 || !slices.Equal(nums(p.Inputs[0].Tables), c.moved) {
+				t.Fatalf("moved %v, want %v", nums(p.Tables()), c.moved)
+			}
+		})
+	}
+
+	// Expired bytes: a table with some expired rows is rewritten to drop
+	// them unless it is short-lived and will be dropped whole.
+	ttl := func(num uint64, lo, hi string, maxExp int64) *Table {
+		m := &manifest.FileMeta{Num: num, Size: 1000, NumRows: 10, NumTTLRows: 10, TTLBytes: 1000,
+			CreationTime: now - 2_000, MinExpireTS: now - 1_000, MaxExpireTS: maxExp}
+		return &Table{Meta: m, Smallest: []byte(lo), Largest: []byte(hi)}
+	}
+	long, short := ttl(2, "c", "d", now+2_000_000), ttl(1, "a", "b", now+1_000)
+	long.Meta.CreationTime = now - 2_000_000 // expiries over an hour after creation
+	long.Meta.TTLBytes = 1 << 20             // enough for a whole expired byte
+	if ExpiredBytes(long.Meta, now) == 0 || ExpiredBytes(short.Meta, now) == 0 {
+		t.Fatal("test tables hold no expired bytes")
+	}
+	var v Levels
+	v[0] = []*Table{tbl(4, "g", "h"), tbl(3, "e", "f"), long, short}
+	p := PickAuto(&v, &o, &Env{Now: now})
+	if p == nil || p.Kind != KindMove || !slices.Equal(nums(p.Tables()), []uint64{4, 3, 1}) {
+		t.Fatalf("picked %+v, want a move of tables 4, 3 and the short-lived 1", p)
+	}
+
+	// A running compaction writing into the base level over the same keys
+	// holds the move back.
+	v = Levels{}
+	v[0] = []*Table{tbl(2, "c", "d"), tbl(1, "a", "b")}
+	v[0][0].Meta.Size, v[0][1].Meta.Size = 1<<20, 1<<20 // over the byte target
+	env := &Env{Now: now, Running: []InProgress{{OutputLevel: Bottom, Lo: []byte("a"), Hi: []byte("z")}}}
+	if p := PickAuto(&v, &o, env); p != nil {
+		t.Fatalf("picked %+v while a compaction writes the same range of the base level", p)
 	}
 }
