@@ -6,9 +6,10 @@ import (
 	"testing"
 )
 
-// TestPreallocatedLogSteps: a preallocated local log reserves space
-// LogPreallocSize (64 KiB) at a time ahead of its writes; it reads back as
-// its bytes followed by zeros; Close trims the reserved tail.
+// TestPreallocatedLogSteps: a preallocated local log grows with its writes
+// until its first Sync, then reserves space LogPreallocSize (64 KiB) at a
+// time ahead of them; it reads back as its bytes followed by zeros; Close
+// trims the reserved tail.
 func TestPreallocatedLogSteps(t *testing.T) {
 	dir := t.TempDir()
 	l, err := NewLocal(dir)
@@ -27,13 +28,18 @@ func TestPreallocatedLogSteps(t *testing.T) {
 		return fi.Size()
 	}
 	written := int64(0)
-	for _, step := range []struct{ writeTo, wantSize int64 }{
-		{10, 64 << 10},
-		{64 << 10, 64 << 10},
-		{64<<10 + 1, 128 << 10},
-		{300 << 10, 320 << 10},
-		{1536 << 10, 1536 << 10},
-		{2<<20 + 1, 2<<20 + 64<<10},
+	for _, step := range []struct {
+		writeTo, wantSize int64
+		syncAfter         bool
+	}{
+		{writeTo: 10, wantSize: 10},
+		{writeTo: 5000, wantSize: 5000, syncAfter: true},
+		{writeTo: 5001, wantSize: 64 << 10},
+		{writeTo: 64 << 10, wantSize: 64 << 10},
+		{writeTo: 64<<10 + 1, wantSize: 128 << 10},
+		{writeTo: 300 << 10, wantSize: 320 << 10},
+		{writeTo: 1536 << 10, wantSize: 1536 << 10},
+		{writeTo: 2<<20 + 1, wantSize: 2<<20 + 64<<10},
 	} {
 		chunk := make([]byte, step.writeTo-written)
 		for i := range chunk {
@@ -45,6 +51,11 @@ func TestPreallocatedLogSteps(t *testing.T) {
 		written = step.writeTo
 		if got := size(); got != step.wantSize {
 			t.Fatalf("after writing %d bytes the file is %d bytes, want %d", written, got, step.wantSize)
+		}
+		if step.syncAfter {
+			if err := lw.Sync(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if err := lw.Sync(); err != nil {
