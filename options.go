@@ -36,6 +36,12 @@ const defaultObjectReadAhead = 1 << 20
 // more than disk can set 16 MiB.
 const DefaultMemtableSize = 64 << 20
 
+// MaxBloomBitsPerKey bounds Options.BloomBitsPerKey. 64 bits per key
+// already gives a false-positive rate far below one in a billion; larger
+// values would only make every table's filter (held in memory while the
+// table is open) absurdly large.
+const MaxBloomBitsPerKey = 64
+
 // defaultLocalReadAhead is Options.ReadAheadSize's default for iterators on
 // a local directory (compactions do not read ahead there by default).
 const defaultLocalReadAhead = 256 << 10
@@ -149,7 +155,8 @@ type Options struct {
 	// the default, so this flag is how to ask for none).
 	NoCompression bool
 	// BloomBitsPerKey sizes each SSTable's bloom filter. Default: 10 (about a
-	// 1% false-positive rate). Negative disables filters.
+	// 1% false-positive rate). Negative disables filters; above
+	// MaxBloomBitsPerKey Open fails with ErrInvalidOptions.
 	BloomBitsPerKey int
 	// BlockCacheSize is the byte budget of the block cache shared by all
 	// SSTables. The index and filter that every open SSTable keeps in
@@ -273,6 +280,9 @@ func (o *Options) withDefaults() (*Options, error) {
 		c.Compression = sstable.NoCompression
 	} else if c.Compression == sstable.NoCompression {
 		c.Compression = sstable.SnappyCompression
+	}
+	if c.BloomBitsPerKey > MaxBloomBitsPerKey {
+		return nil, fmt.Errorf("%w: Options.BloomBitsPerKey %d is above %d", ErrInvalidOptions, c.BloomBitsPerKey, MaxBloomBitsPerKey)
 	}
 	if c.BloomBitsPerKey == 0 {
 		c.BloomBitsPerKey = 10
