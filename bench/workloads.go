@@ -41,7 +41,7 @@ type Params struct {
 	ValueSize  int           // value bytes
 	Reads      int           // ops of the read workloads
 	Seeks      int           // ops of seekrandom
-	SyncOps    int           // ops of fillsync
+	SyncOps    int           // ops of fillsync and of the fdatasync reference
 	BatchSize  int           // rows per batch in fillbatch
 	TTL        time.Duration // row TTL in ttlchurn
 	Churn      time.Duration // ttlchurn duration (real time)
@@ -49,6 +49,9 @@ type Params struct {
 	Bloom      int
 	CPUProfile string // path; profiles the timed phase only
 	MemProfile string // path; heap profile taken at the end of the timed phase
+	// RefNoGrowing skips the fdatasync reference's growing-file figure
+	// (the compare command measures it once per engine and repetition).
+	RefNoGrowing bool
 }
 
 // Sample is one ttlchurn observation.
@@ -89,6 +92,11 @@ type Result struct {
 	BloomBits int                `json:"bloom_bits"`
 	ValueSize int                `json:"value_size"`
 	Error     string             `json:"error,omitempty"`
+	// fdatasync reference runs taken next to a fillsync run: the engine
+	// whose run they bracket and "before" or "after". Empty in results
+	// files from before adjacent references (one reference per repetition).
+	RefFor  string `json:"ref_for,omitempty"`
+	RefWhen string `json:"ref_when,omitempty"`
 }
 
 // RunWorker runs one workload on one engine in dir (already prepared by

@@ -41,7 +41,7 @@ var (
 	doc       = flag.String("doc", "../docs/benchmarks-comparison.md", "markdown report to write ('' for none)")
 	imgDir    = flag.String("img", "../docs/img", "directory for the PNG charts")
 	profile   = flag.String("profile", "", "if set: one extra, unreported pass writing CPU profiles of the timed phase to this directory")
-	noFsync   = flag.Bool("nofsyncref", false, "skip the fdatasync reference")
+	noFsync   = flag.Bool("nofsyncref", false, "skip the fdatasync reference (otherwise measured right before and after every fillsync run)")
 	from      = flag.String("from", "", "rebuild the report and charts from this JSON lines file instead of running (pass the original run's flags too)")
 	totalFlag = flag.Duration("total", 0, "with -from: the original run's wall time, for the report")
 
@@ -50,6 +50,7 @@ var (
 	wLoad   = flag.String("workload", "", "internal: worker workload")
 	wDir    = flag.String("dir", "", "internal: worker database directory")
 	wRep    = flag.Int("rep", 0, "internal: repetition number")
+	wNoGrow = flag.Bool("refnogrow", false, "internal: fdatasync reference without the growing-file figure")
 	cpuProf = flag.String("cpuprofile", "", "worker: write a CPU profile of the timed phase")
 	memProf = flag.String("memprofile", "", "worker: write a heap profile at the end of the timed phase")
 )
@@ -57,7 +58,7 @@ var (
 func params() bench.Params {
 	p := bench.Params{Num: *num, ValueSize: *valueSize, Reads: *reads, Seeks: *seeks, SyncOps: *syncOps,
 		BatchSize: *batchSize, TTL: *ttl, Churn: *churn, CacheBytes: *cacheMiB << 20, Bloom: *bloom,
-		CPUProfile: *cpuProf, MemProfile: *memProf}
+		CPUProfile: *cpuProf, MemProfile: *memProf, RefNoGrowing: *wNoGrow}
 	if p.Reads <= 0 {
 		p.Reads = p.Num
 	}
@@ -96,8 +97,9 @@ func main() {
 	}
 }
 
-// runWorker re-executes this binary for one engine+workload.
-func runWorker(engine, workload, dir string, rep int, prof string) (bench.Result, error) {
+// runWorker re-executes this binary for one engine+workload, passing extra
+// worker flags after the shared ones.
+func runWorker(engine, workload, dir string, rep int, prof string, extra ...string) (bench.Result, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return bench.Result{}, err
@@ -109,6 +111,7 @@ func runWorker(engine, workload, dir string, rep int, prof string) (bench.Result
 			args = append(args, "-"+f.Name+"="+f.Value.String())
 		}
 	})
+	args = append(args, extra...)
 	if prof != "" {
 		args = append(args, "-cpuprofile", prof, "-memprofile", strings.TrimSuffix(prof, ".pprof")+".heap.pprof")
 	}
@@ -226,23 +229,51 @@ func orchestrate() error {
 		b, _ := json.Marshal(r)
 		jf.Write(append(b, '\n'))
 	}
-	for rep := 1; rep <= *reps; rep++ {
-		if !*noFsync {
-			r, err := runWorker("disk", "fdatasync", filepath.Join(*workdir, "fdatasync"), rep, "")
-			if err != nil {
-				return err
-			}
-			emit(r)
-			logf("rep %d fdatasync (4KiB, preallocated) %8.0f ops/s; growing file %.0f ops/s", rep, r.OpsPerSec, r.Extra["growing_file_ops_per_sec"])
+	// ref measures the disk's synced write rate next to engine e's
+	// fillsync run, in a sibling of its directory (same file system).
+	ref := func(e string, rep int, when string) (bench.Result, error) {
+		var extra []string
+		if when == "after" {
+			extra = []string{"-refnogrow"} // once per engine+rep is enough
 		}
+		r, err := runWorker("disk", "fdatasync", filepath.Join(*workdir, fmt.Sprintf("fdatasync-%s-%d-%s", e, rep, when)), rep, "", extra...)
+		if err != nil {
+			return r, err
+		}
+		r.RefFor, r.RefWhen = e, when
+		emit(r)
+		grow := ""
+		if g, ok := r.Extra["growing_file_ops_per_sec"]; ok {
+			grow = fmt.Sprintf("; growing file %.0f ops/s", g)
+		}
+		logf("rep %d fdatasync %-6s %-9s %8.0f ops/s (4 KiB, preallocated)%s", rep, when, e, r.OpsPerSec, grow)
+		return r, nil
+	}
+	for rep := 1; rep <= *reps; rep++ {
 		for _, w := range wls {
 			for _, e := range engs {
 				if w == "ttlchurn" && !bench.HasTTL(e) {
 					continue
 				}
+				adjacent := w == "fillsync" && !*noFsync
+				var before bench.Result
+				if adjacent {
+					if before, err = ref(e, rep, "before"); err != nil {
+						return err
+					}
+				}
 				r, err := runOne(e, w, rep, "")
 				if err != nil {
 					return err
+				}
+				if adjacent {
+					after, err := ref(e, rep, "after")
+					if err != nil {
+						return err
+					}
+					setShare(&r, before, after)
+					logf("rep %d fillsync %-9s %.0f%% of the adjacent fdatasync reference (%.0f ops/s)",
+						rep, e, 100*r.Extra["fdatasync_share"], r.Extra["fdatasync_ref_ops_per_sec"])
 				}
 				emit(r)
 				extra := ""
