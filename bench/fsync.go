@@ -44,6 +44,7 @@ func fdatasyncRef(dir string, p Params, res Result) (Result, error) {
 		rate         float64
 		hist         Hist
 		bytesPerOp   float64 // /proc/self/io write_bytes of the timed loop per op
+		cpuPerOp     time.Duration
 		firstHalfSec float64 // seconds taken by the first n/2 ops
 	}
 	measure := func(name string, prealloc bool) (run, error) {
@@ -69,7 +70,7 @@ func fdatasyncRef(dir string, p Params, res Result) (Result, error) {
 				return out, err
 			}
 		}
-		wb := ioWriteBytes()
+		wb, cpu := ioWriteBytes(), processCPU()
 		start := time.Now()
 		last := start
 		for i := 0; i < n; i++ {
@@ -88,6 +89,7 @@ func fdatasyncRef(dir string, p Params, res Result) (Result, error) {
 		}
 		out.rate = float64(n) / time.Since(start).Seconds()
 		out.bytesPerOp = float64(ioWriteBytes()-wb) / float64(n)
+		out.cpuPerOp = (processCPU() - cpu) / time.Duration(n)
 		return out, nil
 	}
 	var grow run
@@ -109,7 +111,9 @@ func fdatasyncRef(dir string, p Params, res Result) (Result, error) {
 	res.P99us = float64(pre.hist.Quantile(0.99)) / 1e3
 	res.Extra = map[string]float64{
 		"io_write_bytes_per_op": pre.bytesPerOp,
-		"loadavg1":              loadAvg(),
+		// user+system CPU of the process per op, as for the engines
+		"cpu_us_per_op": float64(pre.cpuPerOp.Nanoseconds()) / 1e3,
+		"loadavg1":      loadAvg(),
 	}
 	if pre.firstHalfSec > 0 {
 		res.Extra["first_half_ops_per_sec"] = float64(n/2) / pre.firstHalfSec

@@ -47,6 +47,7 @@ type syncShare struct {
 	engine             string
 	ops, before, after float64
 	ref, share         float64
+	cpu, refCPU        float64 // CPU µs per op of the run and of its references (mean); 0 if not recorded
 }
 
 // syncShares pairs every fillsync run with the reference runs taken next
@@ -54,10 +55,10 @@ type syncShare struct {
 // engine order. Runs without both references (results files from before
 // adjacent references) are left out.
 func (r *report) syncShares() []syncShare {
-	refs := map[[3]string]float64{}
+	refs := map[[3]string]bench.Result{}
 	for _, x := range r.fsync {
 		if x.RefFor != "" {
-			refs[[3]string{fmt.Sprint(x.Rep), x.RefFor, x.RefWhen}] = x.OpsPerSec
+			refs[[3]string{fmt.Sprint(x.Rep), x.RefFor, x.RefWhen}] = x
 		}
 	}
 	var out []syncShare
@@ -72,8 +73,10 @@ func (r *report) syncShares() []syncShare {
 			if !okb || !oka {
 				continue
 			}
-			ref, share := adjacentShare(x.OpsPerSec, b, f)
-			out = append(out, syncShare{rep: x.Rep, engine: e, ops: x.OpsPerSec, before: b, after: f, ref: ref, share: share})
+			ref, share := adjacentShare(x.OpsPerSec, b.OpsPerSec, f.OpsPerSec)
+			out = append(out, syncShare{rep: x.Rep, engine: e, ops: x.OpsPerSec, before: b.OpsPerSec, after: f.OpsPerSec,
+				ref: ref, share: share, cpu: x.Extra["cpu_us_per_op"],
+				refCPU: (b.Extra["cpu_us_per_op"] + f.Extra["cpu_us_per_op"]) / 2})
 		}
 	}
 	slices.SortStableFunc(out, func(a, b syncShare) int { return a.rep - b.rep })
@@ -114,10 +117,15 @@ func (r *report) syncShareTable() string {
 	var b strings.Builder
 	b.WriteString("\nfillsync against the disk reference measured right before and after it (4 KiB write + fdatasync, " +
 		"preallocated file, same op count, sibling directory); share = fillsync ops/s / mean of before and after:\n\n")
-	b.WriteString("| rep | engine | fillsync ops/s | reference before | reference after | share |\n|---:|---|---:|---:|---:|---:|\n")
+	b.WriteString("| rep | engine | fillsync ops/s | reference before | reference after | share | CPU µs/op (reference) |\n" +
+		"|---:|---|---:|---:|---:|---:|---:|\n")
 	var moves []float64
 	for _, s := range ss {
-		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %.0f%% |\n", s.rep, s.engine, human(s.ops), human(s.before), human(s.after), 100*s.share)
+		cpu := "—"
+		if s.cpu > 0 && s.refCPU > 0 {
+			cpu = fmt.Sprintf("%.0f (%.0f)", s.cpu, s.refCPU)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s | %.0f%% | %s |\n", s.rep, s.engine, human(s.ops), human(s.before), human(s.after), 100*s.share, cpu)
 		moves = append(moves, math.Abs(s.after-s.before)/s.ref)
 	}
 	b.WriteString("\n")
