@@ -147,22 +147,24 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 	if applied == 0 {
 		return nil
 	}
-	if err := db.logWriter.Write(buf); err != nil {
+	if needSync {
+		// Written and synced from this goroutine: one write and one sync,
+		// no hand-off to the WAL's flusher.
+		if err := db.logWriter.WriteSync(buf); err != nil {
+			// A failed write may leave a partial record, a failed fsync
+			// the written bytes in an unknown state: nothing more may be
+			// appended, nothing treated as durable or retried.
+			db.setBackgroundError(fmt.Errorf("WAL write and sync: %w", err))
+			return err
+		}
+		db.metrics.walSyncs.Add(1)
+	} else if err := db.logWriter.Write(buf); err != nil {
 		// The segment may now end in a partial record; nothing more may be
 		// appended after it.
 		db.setBackgroundError(fmt.Errorf("WAL write: %w", err))
 		return err
 	}
 	db.metrics.walBytes.Add(uint64(len(buf)))
-	if needSync {
-		if err := db.logWriter.Sync(); err != nil {
-			// A failed fsync leaves the state of the written bytes unknown;
-			// never treat them as durable or retry as if they were.
-			db.setBackgroundError(fmt.Errorf("WAL sync: %w", err))
-			return err
-		}
-		db.metrics.walSyncs.Add(1)
-	}
 	// One memtable lock acquisition for the whole group. Waiters that
 	// failed to stamp were not logged and are skipped.
 	var local [16][]byte

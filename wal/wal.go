@@ -129,18 +129,26 @@ func RecordLen(n int) int { return RecordHeaderSize + n }
 // with no gain in throughput.
 const maxPending = 1 << 20
 
-// Writer appends records to one segment. Appended records are handed to the
-// operating system by a background flusher goroutine, which writes whatever
-// has accumulated each time it runs, so that one write system call serves
-// many commits; Sync waits for the flusher and then makes everything durable.
-// Append, Flush, Sync and Close are safe for concurrent use.
+// Writer appends records to one segment. Records appended with Write are
+// handed to the operating system by a background flusher goroutine, which
+// writes whatever has accumulated each time it runs, so that one write
+// system call serves many commits. WriteSync and Sync write what is pending
+// from the calling goroutine instead (unless the flusher is writing at that
+// moment) and then make everything durable, so that a synced commit costs
+// one write and one sync system call and no hand-off to the flusher and back
+// (two goroutine wake-ups, each a futex call and a thread switch). Only one
+// write to the log is in progress at a time, so records reach it in the
+// order they were appended. Write, WriteSync, Flush, Sync and Close are
+// safe for concurrent use.
 type Writer struct {
 	lw storage.LogWriter
 
 	mu       sync.Mutex
-	cond     *sync.Cond
-	pending  []byte // appended, not yet written
+	work     *sync.Cond // to the flusher: bytes are pending, a write ended, or closing
+	progress *sync.Cond // to waiters: a write to lw ended
+	pending  []byte     // appended, not yet written
 	spare    []byte
+	writing  bool  // a write to lw is in progress (flusher or WriteSync)
 	appended int64 // bytes appended, header included
 	written  int64 // bytes handed to lw
 	err      error // sticky: after a failed write the segment's tail is unknown
@@ -183,7 +191,8 @@ func NewWriter(lw storage.LogWriter, segNum uint64) (*Writer, error) {
 	// The pending buffers are taken at the first Write: a DB that only
 	// reads keeps an open segment and need not hold 2*pendingCap for it.
 	w := &Writer{lw: lw, done: make(chan struct{})}
-	w.cond = sync.NewCond(&w.mu)
+	w.work = sync.NewCond(&w.mu)
+	w.progress = sync.NewCond(&w.mu)
 	hdr := AppendHeader(make([]byte, 0, HeaderSize), segNum)
 	n, err := lw.Write(hdr)
 	if err == nil && n != len(hdr) {
@@ -203,29 +212,43 @@ func (w *Writer) flushLoop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for {
-		for len(w.pending) == 0 && !w.closing {
-			w.cond.Wait()
+		for (len(w.pending) == 0 || w.writing) && !w.closing {
+			w.work.Wait()
 		}
-		if len(w.pending) == 0 {
-			return // closing and drained
+		for w.writing { // closing: let a WriteSync finish first
+			w.work.Wait()
 		}
-		buf := w.pending
-		w.pending = w.spare[:0]
-		w.mu.Unlock()
-		n, err := w.lw.Write(buf)
-		if err == nil && n != len(buf) {
-			err = io.ErrShortWrite
+		if len(w.pending) == 0 || w.err != nil {
+			return // closing and drained, or failed
 		}
-		w.mu.Lock()
-		w.written += int64(n)
-		w.spare = buf[:0]
-		if err != nil && w.err == nil {
-			w.err = fmt.Errorf("wal: write failed, segment is no longer writable: %w", err)
-		}
-		w.cond.Broadcast()
+		w.writePending()
 		if w.err != nil {
 			return
 		}
+	}
+}
+
+// writePending hands the pending bytes to lw. The caller holds mu, which
+// is released during the write, and no write is in progress.
+func (w *Writer) writePending() {
+	buf := w.pending
+	w.pending = w.spare[:0]
+	w.writing = true
+	w.mu.Unlock()
+	n, err := w.lw.Write(buf)
+	if err == nil && n != len(buf) {
+		err = io.ErrShortWrite
+	}
+	w.mu.Lock()
+	w.writing = false
+	w.written += int64(n)
+	w.spare = buf[:0]
+	if err != nil && w.err == nil {
+		w.err = fmt.Errorf("wal: write failed, segment is no longer writable: %w", err)
+	}
+	w.progress.Broadcast()
+	if len(w.pending) > 0 || w.closing {
+		w.work.Signal() // bytes appended during the write, or Close waiting
 	}
 }
 
@@ -237,12 +260,21 @@ func (w *Writer) flushLoop() {
 func (w *Writer) Write(records []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if err := w.appendLocked(records); err != nil {
+		return err
+	}
+	w.work.Signal()
+	return nil
+}
+
+// appendLocked appends records to the pending bytes; the caller holds mu.
+func (w *Writer) appendLocked(records []byte) error {
 	// Wait while the records would take the pending buffer past
 	// maxPending (an oversized write into an empty buffer goes through), so
 	// that the buffer, grown by doubling from pendingCap, stays at maxPending
 	// instead of doubling once more.
 	for w.err == nil && !w.closing && len(w.pending) > 0 && len(w.pending)+len(records) > maxPending {
-		w.cond.Wait()
+		w.progress.Wait()
 	}
 	if w.err != nil {
 		return w.err
@@ -255,7 +287,6 @@ func (w *Writer) Write(records []byte) error {
 	}
 	w.pending = append(w.pending, records...)
 	w.appended += int64(len(records))
-	w.cond.Broadcast()
 	return nil
 }
 
@@ -266,14 +297,38 @@ func (w *Writer) Flush() error {
 	defer w.mu.Unlock()
 	target := w.appended
 	for w.err == nil && w.written < target {
-		w.cond.Wait()
+		w.progress.Wait()
 	}
 	return w.err
 }
 
 // Sync makes every record appended so far durable.
-func (w *Writer) Sync() error {
-	if err := w.Flush(); err != nil {
+func (w *Writer) Sync() error { return w.WriteSync(nil) }
+
+// WriteSync appends records (already encoded, as for Write; nil for none)
+// and makes them and every record appended before them durable. It writes
+// the pending bytes to the log itself rather than waiting for the flusher,
+// unless the flusher is writing, in which case it waits for that write and
+// writes what is left. The error is sticky as for Write.
+func (w *Writer) WriteSync(records []byte) error {
+	w.mu.Lock()
+	if len(records) > 0 {
+		if err := w.appendLocked(records); err != nil {
+			w.mu.Unlock()
+			return err
+		}
+	}
+	target := w.appended
+	for w.err == nil && w.written < target {
+		if w.writing {
+			w.progress.Wait()
+			continue
+		}
+		w.writePending()
+	}
+	err := w.err
+	w.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	if err := w.lw.Sync(); err != nil {
@@ -306,7 +361,8 @@ func (w *Writer) Close() error {
 		return errors.New("wal: writer is closed")
 	}
 	w.closing = true
-	w.cond.Broadcast()
+	w.work.Signal()
+	w.progress.Broadcast()
 	w.mu.Unlock()
 	<-w.done
 	w.mu.Lock()
