@@ -27,9 +27,9 @@ func TestSyncSharesAdjacent(t *testing.T) {
 		refRun(3, "mayfly", "before", 5000), syncRun(3, "mayfly", 4500), refRun(3, "mayfly", "after", 5000),
 	}
 	// CPU per op where recorded: the run's, and its references' mean.
-	all[12].Extra = map[string]float64{"cpu_us_per_op": 40}
-	all[13].Extra = map[string]float64{"cpu_us_per_op": 100}
-	all[14].Extra = map[string]float64{"cpu_us_per_op": 60}
+	all[12].Extra, all[12].P50us = map[string]float64{"cpu_us_per_op": 40}, 100
+	all[13].Extra, all[13].P50us = map[string]float64{"cpu_us_per_op": 100}, 200
+	all[14].Extra, all[14].P50us = map[string]float64{"cpu_us_per_op": 60}, 140
 	r := buildReport(all, []string{"mayfly", "pebble"}, []string{"fillsync"}, bench.Params{}, 0, "x.jsonl")
 	want := map[[2]any]float64{
 		{1, "mayfly"}: 1.0, {2, "mayfly"}: 0.8, {3, "mayfly"}: 0.9,
@@ -56,7 +56,7 @@ func TestSyncSharesAdjacent(t *testing.T) {
 	if !strings.Contains(r.table, "90% of the adjacent fdatasync") || !strings.Contains(r.table, "| yes |") {
 		t.Errorf("main table does not report the adjacent share as met:\n%s", r.table)
 	}
-	for _, s := range []string{"| 1 | mayfly | 3.0k | 4.0k | 2.0k | 100% | — |", "per rep 100%, 80%, 90%", "| 3 | mayfly | 4.5k | 5.0k | 5.0k | 90% | 100 (50) |",
+	for _, s := range []string{"| 1 | mayfly | 3.0k | 4.0k | 2.0k | 100% | 0% | — |", "per rep 100%, 80%, 90%", "| 3 | mayfly | 4.5k | 5.0k | 5.0k | 90% | 60% | 100 (50) |",
 		"differ by 0% of their mean at the median, 67% at most"} {
 		if !strings.Contains(r.table, s) {
 			t.Errorf("report lacks %q:\n%s", s, r.table)
