@@ -211,14 +211,37 @@ func (db *DB) pickerLevels() *compaction.Levels {
 }
 
 func (db *DB) pickerOpts() *compaction.PickerOptions {
-	return &compaction.PickerOptions{
+	o := db.pickerOptsValue()
+	return &o
+}
+
+func (db *DB) pickerOptsValue() compaction.PickerOptions {
+	return compaction.PickerOptions{
 		L0CompactionThreshold:     db.opts.L0CompactionThreshold,
 		L0SlowdownWritesThreshold: db.opts.L0SlowdownWritesThreshold,
 		LBaseMaxBytes:             db.opts.LBaseMaxBytes,
 		LevelSizeRatio:            db.opts.LevelSizeRatio,
 		ExpiredBytesRatio:         db.opts.ExpiredBytesRatio,
 		PeriodicIntervalMillis:    db.opts.PeriodicCompactionInterval.Milliseconds(),
+		MemtableSize:              db.opts.MemtableSize,
 	}
+}
+
+// l0StallFiles is level 0's file count as the write path's slowdown and
+// stop thresholds see it (compaction.L0Census.StallFiles: short-lived
+// tables count for less with memtables smaller than the reference size
+// while they are expected to leave by whole-file drops). Caller holds
+// db.mu.
+func (db *DB) l0StallFiles() int {
+	o := db.pickerOptsValue()
+	var c compaction.L0Census
+	for _, t := range db.current.levels[0] {
+		c.Add(t.Meta, &o)
+	}
+	if c.ShortLived == 0 {
+		return c.Files // no clock read on the write path without TTL tables
+	}
+	return c.StallFiles(&o, db.clock.NowMillis())
 }
 
 // pickerEnv captures the compaction clock. Caller holds db.mu.

@@ -319,25 +319,13 @@ func TestWholeFileDropAndLevels(t *testing.T) {
 // as short-lived tables they wait for their whole-file drops, and level 0
 // stays below ShortLivedL0Limit.
 func TestShortLivedL0KeepsDrops(t *testing.T) {
-	ctx := context.Background()
 	clk := clock.NewManual(epoch)
 	db := openTestDB(t, t.TempDir(), clk, func(o *Options) { o.MemtableExpiryFraction = 0.25 })
 	defer db.Close()
 	maxL0 := 0
-	n := 0
-	for step := 0; step < 300; step++ { // 30 s of clock, 100 ms steps
-		for range 20 {
-			if err := db.PutTTL(churnKey(n), churnValue(n), ExpireAfter(5*time.Second)); err != nil {
-				t.Fatal(err)
-			}
-			n++
-		}
-		clk.Advance(100 * time.Millisecond)
-		if err := db.WaitForCompactions(ctx); err != nil {
-			t.Fatal(err)
-		}
+	churnSteps(t, db, clk, 300, 20, func(int) { // 30 s of clock
 		maxL0 = max(maxL0, db.Metrics().Levels[0].Files)
-	}
+	})
 	m := db.Metrics()
 	if c := m.CompactionsByKind["l0"]; c != 0 {
 		t.Errorf("%d level-0 compactions merged short-lived tables (max %d level-0 files)", c, maxL0)

@@ -214,12 +214,12 @@ func (db *DB) makeRoomForWrite() error {
 			err := db.bgErr
 			db.mu.Unlock()
 			return err
-		case !db.opts.DisableAutoCompaction && len(db.current.levels[0]) >= db.opts.L0StopWritesThreshold,
+		case !db.opts.DisableAutoCompaction && db.l0StallFiles() >= db.opts.L0StopWritesThreshold,
 			db.mem.Size() >= db.opts.MemtableSize && len(db.imm) >= db.opts.MaxImmutableMemtables:
 			if stallStart.IsZero() {
 				stallStart = time.Now()
 				reason = "memtables"
-				if len(db.current.levels[0]) >= db.opts.L0StopWritesThreshold {
+				if db.l0StallFiles() >= db.opts.L0StopWritesThreshold {
 					reason = "l0"
 				}
 				db.opts.EventListener.stallBegin(StallInfo{Reason: reason})
@@ -237,7 +237,7 @@ func (db *DB) makeRoomForWrite() error {
 			}
 			db.mu.Lock()
 		default:
-			slow := !db.opts.DisableAutoCompaction && len(db.current.levels[0]) >= db.opts.L0SlowdownWritesThreshold
+			slow := !db.opts.DisableAutoCompaction && db.l0StallFiles() >= db.opts.L0SlowdownWritesThreshold
 			db.mu.Unlock()
 			if slow {
 				// Give compaction a head start before level 0 reaches the

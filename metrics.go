@@ -209,9 +209,9 @@ func (db *DB) Metrics() Metrics {
 	if db.current != nil {
 		lv := db.pickerLevels()
 		po := db.pickerOpts()
-		scores := compaction.Scores(lv, po)
-		targets, _ := compaction.Targets(lv, po)
 		now := db.clock.NowMillis()
+		scores := compaction.Scores(lv, po, now)
+		targets, _ := compaction.Targets(lv, po)
 		for l := range m.Levels {
 			m.Levels[l].Score = scores[l]
 			m.Levels[l].TargetBytes = targets[l]

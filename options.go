@@ -186,6 +186,9 @@ type Options struct {
 	L0CompactionThreshold int
 	// L0SlowdownWritesThreshold is the number of level-0 files at which
 	// each commit waits 1ms, to let compaction catch up. Default: 8.
+	// With a MemtableSize below 64 MiB, short-lived TTL tables (RFC 0004)
+	// count as a fraction of a file here and in L0StopWritesThreshold
+	// (compaction.L0StallFiles).
 	L0SlowdownWritesThreshold int
 	// L0StopWritesThreshold is the number of level-0 files at which writes
 	// stall until compaction catches up. Default: 12.

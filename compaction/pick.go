@@ -14,7 +14,7 @@ func PickAuto(v *Levels, o *PickerOptions, env *Env) *Pick {
 	if p := PickDrops(v, env); p != nil {
 		return p
 	}
-	scores := Scores(v, o)
+	scores := Scores(v, o, env.Now)
 	levels := make([]int, 0, Bottom)
 	for l := 0; l < Bottom; l++ {
 		if scores[l] >= 1 {

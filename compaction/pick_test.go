@@ -105,7 +105,7 @@ func TestL0ByteScore(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var v Levels
 			v[0] = c.tables
-			s := Scores(&v, &o)
+			s := Scores(&v, &o, now)
 			if got := s[0] >= 1; got != c.wantL0 {
 				t.Fatalf("L0 score %.2f, want >= 1: %v", s[0], c.wantL0)
 			}
@@ -173,7 +173,7 @@ func TestL0FileCountShortLived(t *testing.T) {
 			p := PickAuto(&v, &o, &Env{Now: now})
 			if !c.wantL0 {
 				if p != nil {
-					t.Fatalf("picked %v (L0 score %.2f), want nothing", p.Kind, Scores(&v, &o)[0])
+					t.Fatalf("picked %v (L0 score %.2f), want nothing", p.Kind, Scores(&v, &o, now)[0])
 				}
 				return
 			}

@@ -48,6 +48,10 @@ type PickerOptions struct {
 	ExpiredBytesRatio         float64
 	// PeriodicIntervalMillis is the periodic compaction interval; 0 disables.
 	PeriodicIntervalMillis int64
+	// MemtableSize is the size at which memtables are flushed; it scales
+	// how many short-lived tables level 0 may hold (ShortLivedScale). 0
+	// means ShortLivedReferenceMemtable (no scaling).
+	MemtableSize int64
 }
 
 // Kind says why a compaction was picked.
@@ -155,7 +159,8 @@ func Targets(v *Levels, o *PickerOptions) (targets [NumLevels]int64, base int) {
 
 // Scores returns each level's compaction score (L0: the largest of the
 // count of files that are not short-lived over L0CompactionThreshold, the
-// count of all files over ShortLivedL0Limit, and the bytes of files that are
+// count of all files over ShortLivedL0Limit times L0Census.Scale at now,
+// and the bytes of files that are
 // not short-lived over LBaseMaxBytes; Ln: bytes over target; the bottom
 // level: 0). Tables being compacted do not count.
 //
@@ -167,22 +172,22 @@ func Targets(v *Levels, o *PickerOptions) (targets [NumLevels]int64, base int) {
 // of both the byte term and the plain file count, so that a TTL stream
 // whose memtables rotate faster than the TTL keeps its whole-file drops;
 // the second file count bounds how many of them level 0 may hold.
-func Scores(v *Levels, o *PickerOptions) [NumLevels]float64 {
+func Scores(v *Levels, o *PickerOptions, now int64) [NumLevels]float64 {
 	var s [NumLevels]float64
 	targets, _ := Targets(v, o)
-	n, long := 0, 0
+	var c L0Census
 	var l0Bytes int64
 	for _, t := range v[0] {
 		if !t.Compacting {
-			n++
+			c.Add(t.Meta, o)
 			if !shortLived(t.Meta, o) {
-				long++
 				l0Bytes += int64(t.Meta.Size)
 			}
 		}
 	}
+	long := c.Files - c.ShortLived
 	s[0] = max(float64(long)/float64(max(o.L0CompactionThreshold, 1)),
-		float64(n)/float64(ShortLivedL0Limit(o)))
+		float64(c.Files)/float64(ShortLivedL0Limit(o)*c.Scale(o, now)))
 	if o.LBaseMaxBytes > 0 {
 		s[0] = max(s[0], float64(l0Bytes)/float64(o.LBaseMaxBytes))
 	}
@@ -201,14 +206,103 @@ func Scores(v *Levels, o *PickerOptions) [NumLevels]float64 {
 	return s
 }
 
+// ShortLivedReferenceMemtable is the memtable size ShortLivedL0Limit's
+// base count was chosen for (64 MiB). It is fixed here, not tied to the
+// engine's default MemtableSize, so that changing the default changes the
+// scaling.
+const ShortLivedReferenceMemtable = 64 << 20
+
+// MaxShortLivedScale caps ShortLivedScale, and with it how many level-0
+// files a point read may have to probe in a TTL stream.
+const MaxShortLivedScale = 4
+
+// ShortLivedScale is how many times more short-lived tables level 0 may
+// hold than with ShortLivedReferenceMemtable: the reference size over
+// MemtableSize, rounded up, between 1 and MaxShortLivedScale (1, 4, 4 for
+// 64, 16 and 8 MiB). A TTL stream makes tables at a rate set by its bytes
+// per second and the memtable size, so the number of tables alive during
+// one TTL grows as the memtable shrinks while their bytes stay the same; a
+// fixed file limit would merge them into the base level before they expire
+// and lose their whole-file drops (the base level then lies beneath every
+// later level-0 table, and no level-0 table can be dropped whole until it
+// empties). L0Census decides when the larger allowance applies.
+func ShortLivedScale(o *PickerOptions) int {
+	m := o.MemtableSize
+	if m <= 0 || m >= ShortLivedReferenceMemtable {
+		return 1
+	}
+	return int(min(int64(MaxShortLivedScale), (ShortLivedReferenceMemtable+m-1)/m))
+}
+
 // ShortLivedL0Limit is the number of level-0 files, short-lived ones
 // included, that triggers a level-0 compaction: midway between
 // L0CompactionThreshold and L0SlowdownWritesThreshold (6 with the defaults
 // 4 and 8), so that the compaction starts before writes slow down, and
-// never below L0CompactionThreshold.
+// never below L0CompactionThreshold. L0Census.Scale multiplies it.
 func ShortLivedL0Limit(o *PickerOptions) int {
 	thr := max(o.L0CompactionThreshold, 1)
 	return max(thr, (thr+o.L0SlowdownWritesThreshold)/2)
+}
+
+// L0Census summarises level 0's tables for the file-count rules: how many
+// there are, how many are short-lived, and when the short-lived ones were
+// created and first expire. Add every table in question, then ask.
+type L0Census struct {
+	Files, ShortLived int
+	// firstCreated and lastCreated bound the short-lived tables' creation
+	// times; firstDrop is the earliest of their max_expire_ts.
+	firstCreated, lastCreated, firstDrop int64
+}
+
+// Add counts table m.
+func (c *L0Census) Add(m *manifest.FileMeta, o *PickerOptions) {
+	c.Files++
+	if !shortLived(m, o) {
+		return
+	}
+	if c.ShortLived == 0 {
+		c.firstCreated, c.lastCreated, c.firstDrop = m.CreationTime, m.CreationTime, m.MaxExpireTS
+	} else {
+		c.firstCreated = min(c.firstCreated, m.CreationTime)
+		c.lastCreated = max(c.lastCreated, m.CreationTime)
+		c.firstDrop = min(c.firstDrop, m.MaxExpireTS)
+	}
+	c.ShortLived++
+}
+
+// Scale is ShortLivedScale when the short-lived tables are expected to
+// leave by whole-file drops within the scaled limit, and 1 otherwise. The
+// forecast: level 0 grows at the rate its short-lived tables were created
+// (their count less one over the span of their creation times) until the
+// first of them is dropped; if the files then present stay within
+// ShortLivedL0Limit times the scale, waiting keeps the drops. A TTL of
+// seconds passes; a TTL of an hour does not (its tables would reach the
+// scaled limit long before the first drop, so the larger limit would only
+// add level-0 files to every read before the same compaction), nor do
+// tables all created in the same millisecond (no rate to go by).
+func (c *L0Census) Scale(o *PickerOptions, now int64) int {
+	s := ShortLivedScale(o)
+	if s == 1 || c.ShortLived < 2 || c.lastCreated <= c.firstCreated {
+		return 1
+	}
+	wait := max(0, c.firstDrop-now)
+	more := float64(c.ShortLived-1) * float64(wait) / float64(c.lastCreated-c.firstCreated)
+	if float64(c.Files)+more > float64(ShortLivedL0Limit(o)*s) {
+		return 1
+	}
+	return s
+}
+
+// StallFiles is the level-0 file count the write path compares with
+// L0SlowdownWritesThreshold and L0StopWritesThreshold: with Scale above 1,
+// short-lived files count as 1/Scale of a file, files that are not count
+// whole, and the larger of the two counts is used, so that writes slow
+// down at the same multiple of the level-0 trigger as with the reference
+// memtable size instead of while a TTL stream's tables wait for their
+// drops. Otherwise it is the plain file count.
+func (c *L0Census) StallFiles(o *PickerOptions, now int64) int {
+	s := c.Scale(o, now)
+	return max(c.Files-c.ShortLived, (c.Files+s-1)/s)
 }
 
 // shortLived reports whether every row of table m carries a TTL and the
