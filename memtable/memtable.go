@@ -50,6 +50,8 @@ type Memtable struct {
 	chunks [][]byte // the arena; see arena.go
 	cur    int      // index of the chunk being filled, -1 before the first
 	curLen int      // bytes used in chunks[cur]
+	// pool is where arena chunks come from and go back to; nil: none.
+	pool *ChunkPool
 
 	size   atomic.Int64 // approximate bytes used
 	rows   atomic.Int64
@@ -68,8 +70,13 @@ type Memtable struct {
 
 // New returns an empty memtable whose rows are logged in WAL segment logNum,
 // holding one reference that the caller drops with Unref.
-func New(logNum uint64) *Memtable {
-	m := &Memtable{cur: -1, logNum: logNum}
+func New(logNum uint64) *Memtable { return NewPooled(logNum, nil) }
+
+// NewPooled is New for a memtable whose arena chunks come from pool when it
+// has any and go back to it at the last Unref (see ChunkPool). A nil pool
+// is New.
+func NewPooled(logNum uint64, pool *ChunkPool) *Memtable {
+	m := &Memtable{cur: -1, logNum: logNum, pool: pool}
 	m.tree = btree.NewG(btreeDegree, m.treeLess)
 	m.refs.Store(1)
 	return m
