@@ -45,9 +45,9 @@ type DB struct {
 	// readAheadAfter is sstable.ReaderOptions.ReadAheadAfter: on a local
 	// directory an iterator reads ahead only once a scan is long.
 	readAheadAfter int
-	// chunkPool recycles the arena chunks of released memtables for new
+	// memPool recycles the arena chunks of released memtables for new
 	// ones (newMemtable); Close empties it.
-	chunkPool *memtable.ChunkPool
+	memPool *memtable.Pool
 
 	// Commit pipeline. commitMu is held by the leader of a commit group; it
 	// also guards logWriter, logNum and lastSeq.
@@ -126,7 +126,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		flushKick: make(chan struct{}, 1),
 		compKick:  make(chan struct{}, 1),
 		closing:   make(chan struct{}),
-		chunkPool: memtable.NewChunkPool(o.MemtableSize),
+		memPool:   memtable.NewPool(o.MemtableSize),
 	}
 	db.cond = sync.NewCond(&db.mu)
 	db.closeCtx, db.closeCancel = context.WithCancel(context.Background())
@@ -193,7 +193,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		db.releaseMemtables()
 		db.mu.Unlock()
 		db.tail.release()
-		db.chunkPool.Close()
+		db.memPool.Close()
 		db.releaseVersion()
 		db.lock.Close()
 		db.closeStore()
@@ -266,7 +266,7 @@ func (db *DB) Close() error {
 	db.manifestMu.Unlock()
 	// Memtables an open iterator still holds free their chunks when it
 	// lets go; the pool keeps nothing past here.
-	db.chunkPool.Close()
+	db.memPool.Close()
 	// Cached blocks live outside the Go heap: give them back (blocks that
 	// open iterators hold are freed when those release them).
 	db.cache.Close()
@@ -360,7 +360,7 @@ func (db *DB) publishReadState() {
 // newMemtable returns an empty memtable for WAL segment logNum whose arena
 // comes from the DB's chunk pool.
 func (db *DB) newMemtable(logNum uint64) *memtable.Memtable {
-	return memtable.NewPooled(logNum, db.chunkPool)
+	return memtable.NewPooled(logNum, db.memPool)
 }
 
 // setMemtables makes mem the active memtable and imm (oldest first) the

@@ -103,7 +103,7 @@ func TestMemtableArenasFreedAfterFlushesAndClose(t *testing.T) {
 		t.Fatalf("snapshot Get = %.20q, %v", v, err)
 	}
 	// Arena bytes memtables hold: the rest is in the DB's chunk pool.
-	inMemtables := func() int64 { return arenaBytes() - db.chunkPool.Stats().PooledBytes }
+	inMemtables := func() int64 { return arenaBytes() - db.memPool.Stats().PooledBytes }
 	pinned := inMemtables()
 	if err := it0.Close(); err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ func TestMemtableArenasFreedAfterFlushesAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What remains is the chunks the DB keeps for its next memtables.
-	if got, pooled := arenaBytes()-base, db.chunkPool.Stats().PooledBytes; got != pooled || pooled == 0 {
+	if got, pooled := arenaBytes()-base, db.memPool.Stats().PooledBytes; got != pooled || pooled == 0 {
 		t.Fatalf("after Flush with no iterator open %d arena bytes remain, want the %d pooled", got, pooled)
 	}
 	if v, err := snap.Get(lifeKey(7)); err != nil || !bytes.Equal(v, lifeVal(7, 0)) {

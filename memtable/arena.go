@@ -21,7 +21,7 @@ import (
 // the garbage collector neither scans them nor counts them toward its heap
 // goal, so a full memtable costs its own size in resident memory rather than
 // up to twice it, and a released memtable's memory goes back to the
-// operating system at once, or to the database's ChunkPool (pool.go) for its
+// operating system at once, or to the database's Pool (pool.go) for its
 // next memtable. Bytes once written never change or move: rows handed to
 // readers alias them, until the memtable's last reference is dropped (Unref)
 // and every chunk is freed or pooled.
@@ -51,7 +51,7 @@ var arenaBytes atomic.Int64
 
 // ArenaBytes reports the arena bytes of the process not yet given back to
 // the operating system: those of memtables whose last reference is not
-// released, and the chunks ChunkPools keep for later memtables. This is the
+// released, and the chunks Pools keep for later memtables. This is the
 // memory, outside the Go heap, that memtables take. Tests use it to check
 // that every memtable is given back.
 func ArenaBytes() int64 { return arenaBytes.Load() }

@@ -191,7 +191,7 @@ func BenchmarkHeapPerRow(b *testing.B) {
 // values; one op is one row) into 8 MiB memtables, replacing each as it
 // fills and releasing the old one at once, as a flush would: it measures
 // what a memtable's creation and release add to the commit path, without
-// a ChunkPool (every chunk mapped and unmapped) and with one. cpu-ns/op is
+// a Pool (every chunk mapped and unmapped) and with one. cpu-ns/op is
 // the process's CPU time, garbage collection and system calls included.
 func BenchmarkRotatingMemtables(b *testing.B) {
 	const perBatch, memSize = 100, 8 << 20
@@ -202,9 +202,9 @@ func BenchmarkRotatingMemtables(b *testing.B) {
 				name = "pool/" + order
 			}
 			b.Run(name, func(b *testing.B) {
-				var pool *ChunkPool
+				var pool *Pool
 				if pooled {
-					pool = NewChunkPool(memSize)
+					pool = NewPool(memSize)
 					defer pool.Close()
 				}
 				rng := rand.New(rand.NewSource(1))

@@ -51,7 +51,7 @@ type Memtable struct {
 	cur    int      // index of the chunk being filled, -1 before the first
 	curLen int      // bytes used in chunks[cur]
 	// pool is where arena chunks come from and go back to; nil: none.
-	pool *ChunkPool
+	pool *Pool
 
 	size   atomic.Int64 // approximate bytes used
 	rows   atomic.Int64
@@ -73,11 +73,15 @@ type Memtable struct {
 func New(logNum uint64) *Memtable { return NewPooled(logNum, nil) }
 
 // NewPooled is New for a memtable whose arena chunks come from pool when it
-// has any and go back to it at the last Unref (see ChunkPool). A nil pool
+// has any and go back to it at the last Unref (see Pool). A nil pool
 // is New.
-func NewPooled(logNum uint64, pool *ChunkPool) *Memtable {
+func NewPooled(logNum uint64, pool *Pool) *Memtable {
 	m := &Memtable{cur: -1, logNum: logNum, pool: pool}
-	m.tree = btree.NewG(btreeDegree, m.treeLess)
+	if nodes := pool.nodeList(); nodes != nil {
+		m.tree = btree.NewWithFreeListG(btreeDegree, m.treeLess, nodes)
+	} else {
+		m.tree = btree.NewG(btreeDegree, m.treeLess)
+	}
 	m.refs.Store(1)
 	return m
 }
@@ -106,6 +110,10 @@ func (m *Memtable) Unref() {
 		m.freeArena()
 		// Drop the index too: a holder of a stale pointer to m (a closed
 		// iterator the caller keeps) must not pin tens of MB of tree nodes.
+		// An open pool takes the nodes back for the next memtable's tree.
+		if m.pool.open() {
+			m.tree.Clear(true)
+		}
 		m.tree = nil
 		m.mu.Unlock()
 	}

@@ -2,11 +2,15 @@ package memtable
 
 import (
 	"sync"
+	"sync/atomic"
+
+	"github.com/google/btree"
 
 	"github.com/mayflydb/mayfly/internal/manual"
 )
 
-// ChunkPool recycles arena chunks between the memtables of one database.
+// Pool recycles arena chunks and B-tree nodes between the memtables of one
+// database.
 //
 // Without it every memtable maps its chunks fresh (internal/manual: mmap,
 // with the pages allocated and zeroed by the kernel up front) on the commit
@@ -21,13 +25,24 @@ import (
 // only at the memtable's last Unref, when no reader, iterator or flush can
 // still reach the old rows, exactly when it would otherwise be unmapped.
 //
-// The pool keeps at most limit chunks (NewChunkPool), the rest are freed.
-// Chunks of a single oversized record are never kept. After Close the pool
-// keeps nothing: chunks handed back later (by an iterator that outlived the
-// database) are freed at once.
+// The index is recycled the same way: the trees of a pool's memtables share
+// a free list of B-tree nodes (github.com/google/btree's FreeListG), which
+// the last Unref fills with the released tree's nodes (emptied, their item
+// slices keeping their capacity) for the next trees to grow into, instead
+// of the next memtable allocating its index afresh on the Go heap.
 //
-// A ChunkPool is safe for concurrent use. A nil *ChunkPool pools nothing.
-type ChunkPool struct {
+// The pool keeps at most limit chunks (NewPool), the rest are freed, and
+// at most one memtable's index worth of nodes. Chunks of a single oversized
+// record are never kept. After Close the pool keeps nothing: chunks handed
+// back later (by an iterator that outlived the database) are freed at once,
+// and nodes are left to the garbage collector.
+//
+// A Pool is safe for concurrent use. A nil *Pool pools nothing.
+type Pool struct {
+	// nodes recycles B-tree nodes the same way, up to one memtable's
+	// index; nil after Close.
+	nodes atomic.Pointer[btree.FreeListG[entry]]
+
 	mu     sync.Mutex
 	free   [][]byte // pooled chunks, the most recently released last
 	limit  int
@@ -35,7 +50,7 @@ type ChunkPool struct {
 	stats  PoolStats
 }
 
-// PoolStats counts what a ChunkPool did.
+// PoolStats counts what a Pool did.
 type PoolStats struct {
 	// Fresh counts chunks that memtables of the pool had to map fresh;
 	// Reused those they took from the pool instead.
@@ -49,20 +64,41 @@ type PoolStats struct {
 	PooledBytes int64
 }
 
-// NewChunkPool returns a pool that keeps at most maxBytes of chunks, rounded
-// up to whole chunks (1 MiB). A database sizes it to one memtable: see
-// RFC 0003 for why that never raises peak memory. maxBytes <= 0 keeps
-// nothing (every chunk is freed when released, as without a pool).
-func NewChunkPool(maxBytes int64) *ChunkPool {
+// NewPool returns a pool that keeps at most maxBytes of chunks, rounded
+// up to whole chunks (1 MiB), and the B-tree nodes of at most one memtable
+// of Size maxBytes. A database sizes it to one memtable: see RFC 0003 for
+// why that never raises peak memory. maxBytes <= 0 keeps nothing (every
+// chunk is freed when released, as without a pool).
+func NewPool(maxBytes int64) *Pool {
 	limit := 0
 	if maxBytes > 0 {
 		limit = int((maxBytes + arenaChunk - 1) / arenaChunk)
 	}
-	return &ChunkPool{limit: limit}
+	p := &Pool{limit: limit}
+	if maxBytes > 0 {
+		// A row counts at least indexOverhead+recordHeader toward Size,
+		// and a node other than the root holds at least btreeDegree-1
+		// entries: this many nodes index the rows of any memtable of
+		// Size maxBytes.
+		p.nodes.Store(btree.NewFreeListG[entry](int(maxBytes/((indexOverhead+recordHeader)*(btreeDegree-1))) + 1))
+	}
+	return p
 }
 
+// nodeList returns the free list of B-tree nodes for a new memtable, or
+// nil.
+func (p *Pool) nodeList() *btree.FreeListG[entry] {
+	if p == nil {
+		return nil
+	}
+	return p.nodes.Load()
+}
+
+// open reports whether the pool takes released B-tree nodes back.
+func (p *Pool) open() bool { return p != nil && p.nodes.Load() != nil }
+
 // Stats returns the pool's counters.
-func (p *ChunkPool) Stats() PoolStats {
+func (p *Pool) Stats() PoolStats {
 	if p == nil {
 		return PoolStats{}
 	}
@@ -76,10 +112,11 @@ func (p *ChunkPool) Stats() PoolStats {
 
 // Close frees every pooled chunk; chunks released afterwards are freed, not
 // kept. Close is idempotent.
-func (p *ChunkPool) Close() {
+func (p *Pool) Close() {
 	if p == nil {
 		return
 	}
+	p.nodes.Store(nil)
 	p.mu.Lock()
 	free := p.free
 	p.free, p.closed = nil, true
@@ -92,7 +129,7 @@ func (p *ChunkPool) Close() {
 
 // get returns a chunk of arenaChunk bytes: a pooled one if any, else a
 // fresh one. Its bytes are arbitrary.
-func (p *ChunkPool) get() []byte {
+func (p *Pool) get() []byte {
 	if p == nil {
 		return newChunk(arenaChunk)
 	}
@@ -112,7 +149,7 @@ func (p *ChunkPool) get() []byte {
 
 // release takes back the chunks of a memtable whose last reference is
 // gone: it keeps full-size chunks up to the limit and frees the rest.
-func (p *ChunkPool) release(chunks [][]byte) {
+func (p *Pool) release(chunks [][]byte) {
 	var drop [][]byte
 	if p == nil {
 		drop = chunks

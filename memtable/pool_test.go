@@ -3,6 +3,8 @@ package memtable
 import (
 	"bytes"
 	"fmt"
+	"math/rand"
+	"runtime"
 	"sync"
 	"testing"
 
@@ -17,7 +19,7 @@ func poolVal(i, gen int) []byte {
 
 // fillPooled makes a memtable of pool holding rows 0..rows-1 of generation
 // gen (about 1 KB each, so 1000 rows fill a chunk).
-func fillPooled(pool *ChunkPool, rows, gen int) *Memtable {
+func fillPooled(pool *Pool, rows, gen int) *Memtable {
 	m := NewPooled(uint64(gen), pool)
 	for i := range rows {
 		m.Add(&format.Row{Key: fmt.Appendf(nil, "k%06d", i), Seq: uint64(i + 1), Value: poolVal(i, gen)})
@@ -43,12 +45,12 @@ func checkPooled(t *testing.T, m *Memtable, rows, gen int) {
 	}
 }
 
-// TestChunkPoolReusesReleasedChunks: a memtable released into a pool gives
+// TestPoolReusesReleasedChunks: a memtable released into a pool gives
 // its chunks to the next one, which maps nothing new, keeps the arena byte
 // count unchanged and reads back only its own rows.
-func TestChunkPoolReusesReleasedChunks(t *testing.T) {
+func TestPoolReusesReleasedChunks(t *testing.T) {
 	base := ArenaBytes()
-	pool := NewChunkPool(4 * arenaChunk)
+	pool := NewPool(4 * arenaChunk)
 	const rows = 2500 // 3 chunks
 	m0 := fillPooled(pool, rows, 0)
 	s := pool.Stats()
@@ -83,12 +85,12 @@ func TestChunkPoolReusesReleasedChunks(t *testing.T) {
 	}
 }
 
-// TestChunkPoolBound: a pool keeps at most its limit, frees the rest and
+// TestPoolBound: a pool keeps at most its limit, frees the rest and
 // never keeps an oversized record's chunk; a zero-size pool keeps nothing.
-func TestChunkPoolBound(t *testing.T) {
+func TestPoolBound(t *testing.T) {
 	base := ArenaBytes()
-	pool := NewChunkPool(2*arenaChunk + 1) // rounds up to 3 chunks
-	m := fillPooled(pool, 5500, 0)         // 6 chunks
+	pool := NewPool(2*arenaChunk + 1) // rounds up to 3 chunks
+	m := fillPooled(pool, 5500, 0)    // 6 chunks
 	big := bytes.Repeat([]byte("B"), arenaChunk/2)
 	m.Add(&format.Row{Key: []byte("big"), Seq: 9999, Value: big}) // a chunk of its own
 	if got := ArenaBytes() - base; got != 6*arenaChunk+int64(len(big))+int64(recordHeader+3) {
@@ -103,7 +105,7 @@ func TestChunkPoolBound(t *testing.T) {
 	}
 	pool.Close()
 
-	none := NewChunkPool(0)
+	none := NewPool(0)
 	m = fillPooled(none, 1500, 1)
 	m.Unref()
 	if s := none.Stats(); s.Pooled != 0 || s.Fresh != 2 || s.Freed != 2 {
@@ -114,12 +116,12 @@ func TestChunkPoolBound(t *testing.T) {
 	}
 }
 
-// TestChunkPoolLateReleaseAfterClose: a memtable still referenced when its
+// TestPoolLateReleaseAfterClose: a memtable still referenced when its
 // pool closes (an iterator that outlived the database) stays readable, and
 // its chunks are freed, not pooled, at its last Unref.
-func TestChunkPoolLateReleaseAfterClose(t *testing.T) {
+func TestPoolLateReleaseAfterClose(t *testing.T) {
 	base := ArenaBytes()
-	pool := NewChunkPool(8 * arenaChunk)
+	pool := NewPool(8 * arenaChunk)
 	fillPooled(pool, 1500, 0).Unref() // 2 chunks pooled
 	m := fillPooled(pool, 2500, 1)    // reuses them and maps 1 more
 	pool.Close()
@@ -137,15 +139,15 @@ func TestChunkPoolLateReleaseAfterClose(t *testing.T) {
 	pool.Close() // idempotent
 }
 
-// TestChunkPoolConcurrentRotation mimics a database: one writer fills
+// TestPoolConcurrentRotation mimics a database: one writer fills
 // memtables and rotates them, readers hold references to recent memtables
 // and check every row they read, and whichever goroutine drops the last
 // reference returns the chunks that the writer's next memtable takes. A
 // chunk handed out while a reader could still see its old memtable shows
 // as a wrong row (or, under -race, a data race).
-func TestChunkPoolConcurrentRotation(t *testing.T) {
+func TestPoolConcurrentRotation(t *testing.T) {
 	base := ArenaBytes()
-	pool := NewChunkPool(3 * arenaChunk)
+	pool := NewPool(3 * arenaChunk)
 	const gens, rows, readers = 24, 1200, 3
 	type held struct {
 		m   *Memtable
@@ -192,5 +194,46 @@ func TestChunkPoolConcurrentRotation(t *testing.T) {
 	pool.Close()
 	if got := ArenaBytes(); got != base {
 		t.Fatalf("%d arena bytes left", got-base)
+	}
+}
+
+// TestPoolReusesTreeNodes: a memtable built after another was released into
+// the pool grows its B-tree into the released tree's nodes instead of
+// allocating them; after Close nothing is recycled any more.
+func TestPoolReusesTreeNodes(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	rows := make([]format.Row, 5000)
+	for i := range rows {
+		rows[i] = format.Row{Key: fmt.Appendf(nil, "k%08d", rng.Intn(1e8)), Seq: uint64(i + 1), Value: []byte("v")}
+	}
+	pool := NewPool(8 << 20)
+	// mallocs returns the heap allocations of filling a memtable of pool,
+	// and the memtable.
+	mallocs := func() (uint64, *Memtable) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		m := NewPooled(1, pool)
+		for i := range rows {
+			m.Add(&rows[i])
+		}
+		runtime.ReadMemStats(&after)
+		return after.Mallocs - before.Mallocs, m
+	}
+	fresh, m := mallocs()
+	m.Unref()
+	reused, m := mallocs()
+	m.Unref()
+	t.Logf("allocations to index %d rows: %d fresh, %d with recycled nodes", len(rows), fresh, reused)
+	if fresh < 100 || reused*10 > fresh {
+		t.Fatalf("allocations: %d for the first memtable, %d for the second; want the second under a tenth", fresh, reused)
+	}
+	pool.Close()
+	if pool.nodeList() != nil {
+		t.Fatal("a closed pool still hands out its node free list")
+	}
+	closed, m := mallocs()
+	m.Unref()
+	if closed*2 < fresh {
+		t.Fatalf("after Close a memtable made %d allocations, want about the %d of a fresh one", closed, fresh)
 	}
 }

@@ -33,11 +33,11 @@ func TestMemtableChunksReusedAcrossRotations(t *testing.T) {
 		if err := db.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		if s := db.chunkPool.Stats(); s.Pooled > 2 {
+		if s := db.memPool.Stats(); s.Pooled > 2 {
 			t.Fatalf("round %d: pool holds %d chunks, more than one memtable's 2", r, s.Pooled)
 		}
 	}
-	s := db.chunkPool.Stats()
+	s := db.memPool.Stats()
 	t.Logf("chunk pool after %d rounds: %+v", rounds, s)
 	if s.Fresh+s.Reused != rounds*chunksPerRound {
 		t.Fatalf("%+v: want %d chunk uses in all", s, rounds*chunksPerRound)
@@ -54,7 +54,7 @@ func TestMemtableChunksReusedAcrossRotations(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if s := db.chunkPool.Stats(); s.Pooled != 0 {
+	if s := db.memPool.Stats(); s.Pooled != 0 {
 		t.Fatalf("after Close the pool holds %d chunks", s.Pooled)
 	}
 	if got := arenaBytes(); got != base {
