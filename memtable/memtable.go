@@ -16,8 +16,8 @@
 // its own with Ref and drops it with Unref, and the last Unref frees the
 // arena (or hands it to the memtable's Pool). Rows returned by Get and by
 // iterators alias the arena, so they are valid only while the reader holds
-// a reference; a read after the last Unref
-// panics, and so may touching a row obtained before it.
+// a reference; a read after the last Unref panics, and so may touching a
+// row obtained before it.
 package memtable
 
 import (
