@@ -45,6 +45,9 @@ type DB struct {
 	// readAheadAfter is sstable.ReaderOptions.ReadAheadAfter: on a local
 	// directory an iterator reads ahead only once a scan is long.
 	readAheadAfter int
+	// memPool recycles the arena chunks of released memtables for new
+	// ones (newMemtable); Close empties it.
+	memPool *memtable.Pool
 
 	// Commit pipeline. commitMu is held by the leader of a commit group; it
 	// also guards logWriter, logNum and lastSeq.
@@ -123,6 +126,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		flushKick: make(chan struct{}, 1),
 		compKick:  make(chan struct{}, 1),
 		closing:   make(chan struct{}),
+		memPool:   memtable.NewPool(o.MemtableSize),
 	}
 	db.cond = sync.NewCond(&db.mu)
 	db.closeCtx, db.closeCancel = context.WithCancel(context.Background())
@@ -189,6 +193,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		db.releaseMemtables()
 		db.mu.Unlock()
 		db.tail.release()
+		db.memPool.Close()
 		db.releaseVersion()
 		db.lock.Close()
 		db.closeStore()
@@ -259,6 +264,9 @@ func (db *DB) Close() error {
 	db.mu.Unlock()
 	db.tail.release()
 	db.manifestMu.Unlock()
+	// Memtables an open iterator still holds free their chunks when it
+	// lets go; the pool keeps nothing past here.
+	db.memPool.Close()
 	// Cached blocks live outside the Go heap: give them back (blocks that
 	// open iterators hold are freed when those release them).
 	db.cache.Close()
@@ -347,6 +355,12 @@ func (db *DB) publishReadState() {
 	if old := db.readState.Swap(next); old != nil {
 		old.release()
 	}
+}
+
+// newMemtable returns an empty memtable for WAL segment logNum whose arena
+// comes from the DB's chunk pool.
+func (db *DB) newMemtable(logNum uint64) *memtable.Memtable {
+	return memtable.NewPooled(logNum, db.memPool)
 }
 
 // setMemtables makes mem the active memtable and imm (oldest first) the

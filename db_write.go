@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mayflydb/mayfly/memtable"
 	"github.com/mayflydb/mayfly/wal"
 )
 
@@ -277,7 +276,7 @@ func (db *DB) rotateMemtable() error {
 	old := db.logWriter
 	db.mu.Lock()
 	db.imm = append(db.imm, db.mem)
-	db.mem = memtable.New(num)
+	db.mem = db.newMemtable(num)
 	db.logWriter, db.logNum = w, num
 	db.publishReadState()
 	db.mu.Unlock()

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/manifest"
-	"github.com/mayflydb/mayfly/memtable"
 	"github.com/mayflydb/mayfly/storage"
 )
 
@@ -145,7 +144,7 @@ func (db *DB) refresh(list bool) (bool, error) {
 	next := newVersion(levels)
 	db.mu.Lock()
 	db.current = next
-	db.setMemtables(memtable.New(0), db.tail.memtables())
+	db.setMemtables(db.newMemtable(0), db.tail.memtables())
 	db.minLogNum = minLog
 	db.manifestNum = num
 	db.visibleSeq.Store(lastSeq)

@@ -139,7 +139,7 @@ func (db *DB) tailSegment(s *tailSeg, r storage.ObjectReader, newest bool) (int,
 		src = &splicedReader{head: wal.AppendHeader(nil, s.num), rest: io.NewSectionReader(r, s.off, r.Size()-s.off)}
 	}
 	if s.mem == nil {
-		s.mem = memtable.New(s.num)
+		s.mem = db.newMemtable(s.num)
 	}
 	pos, lastSeq := base, uint64(0)
 	res, err := wal.Replay(readerStore{src}, logName(s.num), s.num, func(payload []byte) error {

@@ -90,7 +90,7 @@ func (db *DB) recover() error {
 	if !db.opts.ReadOnly {
 		db.removeOrphanTables()
 	}
-	mem := memtable.New(0)
+	mem := db.newMemtable(0)
 	var recovered []*memtable.Memtable
 	defer func() {
 		// The replayed memtables were never published: on success their
@@ -122,7 +122,7 @@ func (db *DB) recover() error {
 			db.lastSeq = max(db.lastSeq, h.Seq+uint64(h.Count)-1)
 			if mem.Size() >= db.opts.MemtableSize {
 				recovered = append(recovered, mem)
-				mem = memtable.New(0)
+				mem = db.newMemtable(0)
 			}
 			return nil
 		})
@@ -157,7 +157,7 @@ func (db *DB) recover() error {
 			db.lastSeq = lastSeq
 			db.visibleSeq.Store(lastSeq)
 		}
-		db.setMemtables(memtable.New(0), db.tail.memtables())
+		db.setMemtables(db.newMemtable(0), db.tail.memtables())
 		db.publishReadState()
 		return nil
 	}
@@ -196,7 +196,7 @@ func (db *DB) recover() error {
 	if err != nil {
 		return err
 	}
-	db.logWriter, db.logNum, db.mem = w, num, memtable.New(num)
+	db.logWriter, db.logNum, db.mem = w, num, db.newMemtable(num)
 	db.mu.Lock()
 	db.publishReadState()
 	db.mu.Unlock()

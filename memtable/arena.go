@@ -21,9 +21,10 @@ import (
 // the garbage collector neither scans them nor counts them toward its heap
 // goal, so a full memtable costs its own size in resident memory rather than
 // up to twice it, and a released memtable's memory goes back to the
-// operating system at once. Bytes once written never change or move: rows
-// handed to readers alias them, until the memtable's last reference is
-// dropped (Unref) and every chunk is freed.
+// operating system at once, or to the database's Pool (pool.go) for its
+// next memtable. Bytes once written never change or move: rows handed to
+// readers alias them, until the memtable's last reference is dropped (Unref)
+// and every chunk is freed or pooled.
 
 // arenaChunk is the size of each shared arena chunk.
 const arenaChunk = 1 << 20
@@ -44,16 +45,18 @@ func recordLen(r *format.Row) int {
 	return n
 }
 
-// arenaBytes counts the arena bytes of all memtables not yet freed.
+// arenaBytes counts the arena bytes mapped and not yet given back to the
+// operating system.
 var arenaBytes atomic.Int64
 
-// ArenaBytes reports the arena bytes held by all memtables of the process
-// that have not been freed (their last reference released): the memory,
-// outside the Go heap, that memtables take. Tests use it to check that every
-// memtable is given back.
+// ArenaBytes reports the arena bytes of the process not yet given back to
+// the operating system: those of memtables whose last reference is not
+// released, and the chunks Pools keep for later memtables. This is the
+// memory, outside the Go heap, that memtables take. Tests use it to check
+// that every memtable is given back.
 func ArenaBytes() int64 { return arenaBytes.Load() }
 
-// newChunk returns n fresh arena bytes, counted in arenaBytes.
+// newChunk returns n freshly mapped arena bytes, counted in arenaBytes.
 func newChunk(n int) []byte {
 	arenaBytes.Add(int64(n))
 	return manual.NewResident(n)
@@ -67,7 +70,7 @@ func (m *Memtable) reserve(n int) (chunk, off int) {
 		return len(m.chunks) - 1, 0
 	}
 	if m.cur < 0 || arenaChunk-m.curLen < n {
-		m.chunks = append(m.chunks, newChunk(arenaChunk))
+		m.chunks = append(m.chunks, m.pool.get())
 		m.cur, m.curLen = len(m.chunks)-1, 0
 	}
 	off = m.curLen
@@ -75,14 +78,11 @@ func (m *Memtable) reserve(n int) (chunk, off int) {
 	return m.cur, off
 }
 
-// freeArena frees every chunk. Caller holds mu for writing and the last
-// reference.
+// freeArena hands every chunk to the pool, which keeps or frees it. Caller
+// holds mu for writing and the last reference.
 func (m *Memtable) freeArena() {
-	for i, c := range m.chunks {
-		arenaBytes.Add(-int64(len(c)))
-		manual.Free(c)
-		m.chunks[i] = nil
-	}
+	m.pool.release(m.chunks)
+	clear(m.chunks)
 	m.chunks, m.cur, m.curLen = nil, -1, 0
 }
 

@@ -14,9 +14,10 @@
 // returns a memtable holding one reference; each holder that may still read
 // it (the engine's list of memtables, a published read state, a flush) takes
 // its own with Ref and drops it with Unref, and the last Unref frees the
-// arena. Rows returned by Get and by iterators alias the arena, so they are
-// valid only while the reader holds a reference; a read after the last Unref
-// panics, and so may touching a row obtained before it.
+// arena (or hands it to the memtable's Pool). Rows returned by Get and by
+// iterators alias the arena, so they are valid only while the reader holds
+// a reference; a read after the last Unref panics, and so may touching a
+// row obtained before it.
 package memtable
 
 import (
@@ -50,6 +51,9 @@ type Memtable struct {
 	chunks [][]byte // the arena; see arena.go
 	cur    int      // index of the chunk being filled, -1 before the first
 	curLen int      // bytes used in chunks[cur]
+	// pool is where arena chunks and tree nodes come from and go back
+	// to; nil: none.
+	pool *Pool
 
 	size   atomic.Int64 // approximate bytes used
 	rows   atomic.Int64
@@ -68,9 +72,18 @@ type Memtable struct {
 
 // New returns an empty memtable whose rows are logged in WAL segment logNum,
 // holding one reference that the caller drops with Unref.
-func New(logNum uint64) *Memtable {
-	m := &Memtable{cur: -1, logNum: logNum}
-	m.tree = btree.NewG(btreeDegree, m.treeLess)
+func New(logNum uint64) *Memtable { return NewPooled(logNum, nil) }
+
+// NewPooled is New for a memtable whose arena chunks and B-tree nodes come
+// from pool when it has any and go back to it at the last Unref (see Pool).
+// A nil pool is New.
+func NewPooled(logNum uint64, pool *Pool) *Memtable {
+	m := &Memtable{cur: -1, logNum: logNum, pool: pool}
+	if nodes := pool.nodeList(); nodes != nil {
+		m.tree = btree.NewWithFreeListG(btreeDegree, m.treeLess, nodes)
+	} else {
+		m.tree = btree.NewG(btreeDegree, m.treeLess)
+	}
 	m.refs.Store(1)
 	return m
 }
@@ -99,6 +112,10 @@ func (m *Memtable) Unref() {
 		m.freeArena()
 		// Drop the index too: a holder of a stale pointer to m (a closed
 		// iterator the caller keeps) must not pin tens of MB of tree nodes.
+		// An open pool takes the nodes back for the next memtable's tree.
+		if m.pool.open() {
+			m.tree.Clear(true)
+		}
 		m.tree = nil
 		m.mu.Unlock()
 	}

@@ -1,0 +1,63 @@
+package mayfly
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/mayflydb/mayfly/clock"
+	"github.com/mayflydb/mayfly/storage"
+)
+
+// TestMemtableChunksReusedAcrossRotations: the memtables a DB rotates
+// through take the arena chunks of the ones already flushed instead of
+// mapping fresh memory, the pool never holds more than one memtable's
+// worth, and Close gives every chunk back.
+func TestMemtableChunksReusedAcrossRotations(t *testing.T) {
+	base := arenaBytes()
+	db := openTestDB(t, "", clock.NewManual(epoch), func(o *Options) {
+		o.Storage = storage.NewMem()
+		o.MemtableSize = 2 << 20 // the pool keeps up to 2 chunks
+		o.DisableAutoCompaction = true
+	})
+	// Each round fills a memtable's arena to 2 chunks (1500 rows of about
+	// 1 KB) without reaching MemtableSize, then flushes it.
+	const rounds, rows, chunksPerRound = 8, 1500, 2
+	val := bytes.Repeat([]byte{'v'}, 1000)
+	for r := range rounds {
+		for i := range rows {
+			if err := db.Put(fmt.Appendf(nil, "r%d-%06d", r, i), val); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if s := db.memPool.Stats(); s.Pooled > 2 {
+			t.Fatalf("round %d: pool holds %d chunks, more than one memtable's 2", r, s.Pooled)
+		}
+	}
+	s := db.memPool.Stats()
+	t.Logf("chunk pool after %d rounds: %+v", rounds, s)
+	if s.Fresh+s.Reused != rounds*chunksPerRound {
+		t.Fatalf("%+v: want %d chunk uses in all", s, rounds*chunksPerRound)
+	}
+	// A flush wakes Flush just before it releases its memtable, so a
+	// round may find the previous round's chunks not yet back. Round k's
+	// memtable is surely released before round k+2 fills, so of any two
+	// rounds from the third on, one reuses a memtable's chunks; and chunks
+	// are mapped only while at most two memtables (flushing and active)
+	// hold any.
+	if s.Reused < (rounds-2)/2*chunksPerRound || s.Fresh-s.Freed > 2*chunksPerRound {
+		t.Fatalf("%+v: want at least %d reused and at most %d mapped", s, (rounds-2)/2*chunksPerRound, 2*chunksPerRound)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if s := db.memPool.Stats(); s.Pooled != 0 {
+		t.Fatalf("after Close the pool holds %d chunks", s.Pooled)
+	}
+	if got := arenaBytes(); got != base {
+		t.Fatalf("after Close %d arena bytes remain", got-base)
+	}
+}

@@ -1,0 +1,178 @@
+package memtable
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/btree"
+
+	"github.com/mayflydb/mayfly/internal/manual"
+)
+
+// Pool recycles arena chunks and B-tree nodes between the memtables of one
+// database.
+//
+// Without it every memtable maps its chunks fresh (internal/manual: mmap,
+// with the pages allocated and zeroed by the kernel up front) on the commit
+// leader's goroutine, and its last Unref unmaps them again on whichever
+// goroutine lets go (usually the flush). The smaller the memtables, the more
+// often both are paid. A memtable made with NewPooled instead takes chunks
+// from its pool first, and its last Unref hands full-size chunks back.
+//
+// A recycled chunk is not zeroed: it keeps the bytes of the memtable that
+// released it. Nothing reads them: a memtable reads only the records its
+// own entries locate, all of which it wrote. A chunk returns to the pool
+// only at the memtable's last Unref, when no reader, iterator or flush can
+// still reach the old rows, exactly when it would otherwise be unmapped.
+//
+// The index is recycled the same way: the trees of a pool's memtables share
+// a free list of B-tree nodes (github.com/google/btree's FreeListG), which
+// the last Unref fills with the released tree's nodes (emptied, their item
+// slices keeping their capacity) for the next trees to grow into, instead
+// of the next memtable allocating its index afresh on the Go heap.
+//
+// The pool keeps at most limit chunks (NewPool), the rest are freed, and
+// at most one memtable's index worth of nodes. Chunks of a single oversized
+// record are never kept. After Close the pool keeps nothing: chunks handed
+// back later (by an iterator that outlived the database) are freed at once,
+// and nodes are left to the garbage collector.
+//
+// A Pool is safe for concurrent use. A nil *Pool pools nothing.
+type Pool struct {
+	// nodes recycles B-tree nodes the same way, up to one memtable's
+	// index; nil after Close.
+	nodes atomic.Pointer[btree.FreeListG[entry]]
+
+	mu     sync.Mutex
+	free   [][]byte // pooled chunks, the most recently released last
+	limit  int
+	closed bool
+	stats  PoolStats
+}
+
+// PoolStats counts what a Pool did.
+type PoolStats struct {
+	// Fresh counts chunks that memtables of the pool had to map fresh;
+	// Reused those they took from the pool instead.
+	Fresh, Reused uint64
+	// Freed counts chunks handed back and freed: the pool was full or
+	// closed, or the chunk held one oversized record.
+	Freed uint64
+	// Pooled is the number of chunks the pool holds now, PooledBytes their
+	// size (counted in ArenaBytes).
+	Pooled      int
+	PooledBytes int64
+}
+
+// NewPool returns a pool that keeps at most maxBytes of chunks, rounded
+// up to whole chunks (1 MiB), and the B-tree nodes of at most one memtable
+// of Size maxBytes. A database sizes it to one memtable: see RFC 0003 for
+// why that never raises peak memory. maxBytes <= 0 keeps nothing (every
+// chunk is freed when released, as without a pool).
+func NewPool(maxBytes int64) *Pool {
+	limit := 0
+	if maxBytes > 0 {
+		limit = int((maxBytes + arenaChunk - 1) / arenaChunk)
+	}
+	p := &Pool{limit: limit}
+	if maxBytes > 0 {
+		// A row counts at least indexOverhead+recordHeader toward Size,
+		// and a node other than the root holds at least btreeDegree-1
+		// entries: this many nodes index the rows of any memtable of
+		// Size maxBytes.
+		p.nodes.Store(btree.NewFreeListG[entry](int(maxBytes/((indexOverhead+recordHeader)*(btreeDegree-1))) + 1))
+	}
+	return p
+}
+
+// nodeList returns the free list of B-tree nodes for a new memtable, or
+// nil.
+func (p *Pool) nodeList() *btree.FreeListG[entry] {
+	if p == nil {
+		return nil
+	}
+	return p.nodes.Load()
+}
+
+// open reports whether the pool takes released B-tree nodes back.
+func (p *Pool) open() bool { return p != nil && p.nodes.Load() != nil }
+
+// Stats returns the pool's counters.
+func (p *Pool) Stats() PoolStats {
+	if p == nil {
+		return PoolStats{}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.Pooled = len(p.free)
+	s.PooledBytes = int64(len(p.free)) * arenaChunk
+	return s
+}
+
+// Close frees every pooled chunk; chunks released afterwards are freed, not
+// kept. Close is idempotent.
+func (p *Pool) Close() {
+	if p == nil {
+		return
+	}
+	p.nodes.Store(nil)
+	p.mu.Lock()
+	free := p.free
+	p.free, p.closed = nil, true
+	p.stats.Freed += uint64(len(free))
+	p.mu.Unlock()
+	for _, c := range free {
+		freeChunk(c)
+	}
+}
+
+// get returns a chunk of arenaChunk bytes: a pooled one if any, else a
+// fresh one. Its bytes are arbitrary.
+func (p *Pool) get() []byte {
+	if p == nil {
+		return newChunk(arenaChunk)
+	}
+	p.mu.Lock()
+	if n := len(p.free); n > 0 {
+		c := p.free[n-1]
+		p.free[n-1] = nil
+		p.free = p.free[:n-1]
+		p.stats.Reused++
+		p.mu.Unlock()
+		return c
+	}
+	p.stats.Fresh++
+	p.mu.Unlock()
+	return newChunk(arenaChunk)
+}
+
+// release takes back the chunks of a memtable whose last reference is
+// gone: it keeps full-size chunks up to the limit and frees the rest.
+func (p *Pool) release(chunks [][]byte) {
+	var drop [][]byte
+	if p == nil {
+		drop = chunks
+	} else {
+		p.mu.Lock()
+		for _, c := range chunks {
+			// An oversized record's own chunk is never kept.
+			if !p.closed && len(c) == arenaChunk && len(p.free) < p.limit {
+				p.free = append(p.free, c)
+			} else {
+				drop = append(drop, c)
+			}
+		}
+		p.stats.Freed += uint64(len(drop))
+		p.mu.Unlock()
+	}
+	for _, c := range drop {
+		freeChunk(c)
+	}
+}
+
+// freeChunk gives a chunk back to the operating system.
+func freeChunk(c []byte) {
+	arenaBytes.Add(-int64(len(c)))
+	manual.Free(c)
+}

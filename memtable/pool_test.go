@@ -1,0 +1,239 @@
+package memtable
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/mayflydb/mayfly/format"
+)
+
+// poolVal is the value of row i of memtable generation gen: distinct per
+// generation, so a reused chunk that leaked old bytes into a row shows.
+func poolVal(i, gen int) []byte {
+	return append(fmt.Appendf(nil, "gen%d-row%06d-", gen, i), bytes.Repeat([]byte{byte('a' + gen%26)}, 1000)...)
+}
+
+// fillPooled makes a memtable of pool holding rows 0..rows-1 of generation
+// gen (about 1 KB each, so 1000 rows fill a chunk).
+func fillPooled(pool *Pool, rows, gen int) *Memtable {
+	m := NewPooled(uint64(gen), pool)
+	for i := range rows {
+		m.Add(&format.Row{Key: fmt.Appendf(nil, "k%06d", i), Seq: uint64(i + 1), Value: poolVal(i, gen)})
+	}
+	return m
+}
+
+// checkPooled checks that m holds exactly rows 0..rows-1 of generation gen.
+func checkPooled(t *testing.T, m *Memtable, rows, gen int) {
+	t.Helper()
+	it := m.NewIter()
+	defer it.Close()
+	i := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		r := it.Row()
+		if i >= rows || !bytes.Equal(r.Key, fmt.Appendf(nil, "k%06d", i)) || !bytes.Equal(r.Value, poolVal(i, gen)) {
+			t.Fatalf("row %d: %q = %.24q, want generation %d", i, r.Key, r.Value, gen)
+		}
+		i++
+	}
+	if i != rows {
+		t.Fatalf("memtable holds %d rows, want %d", i, rows)
+	}
+}
+
+// TestPoolReusesReleasedChunks: a memtable released into a pool gives
+// its chunks to the next one, which maps nothing new, keeps the arena byte
+// count unchanged and reads back only its own rows.
+func TestPoolReusesReleasedChunks(t *testing.T) {
+	base := ArenaBytes()
+	pool := NewPool(4 * arenaChunk)
+	const rows = 2500 // 3 chunks
+	m0 := fillPooled(pool, rows, 0)
+	s := pool.Stats()
+	if s.Fresh != 3 || s.Reused != 0 || s.Pooled != 0 {
+		t.Fatalf("first memtable: %+v, want 3 fresh chunks", s)
+	}
+	held := ArenaBytes() - base
+	if held != 3*arenaChunk {
+		t.Fatalf("first memtable holds %d arena bytes, want %d", held, 3*arenaChunk)
+	}
+	m0.Unref()
+	if s := pool.Stats(); s.Pooled != 3 || s.Freed != 0 {
+		t.Fatalf("after the first Unref: %+v, want 3 pooled", s)
+	}
+	if got := ArenaBytes() - base; got != held {
+		t.Fatalf("pooled chunks count %d arena bytes, want %d (still mapped)", got, held)
+	}
+	for gen := 1; gen <= 3; gen++ {
+		m := fillPooled(pool, rows, gen)
+		checkPooled(t, m, rows, gen)
+		if got := ArenaBytes() - base; got != held {
+			t.Fatalf("generation %d: %d arena bytes, want %d (nothing mapped)", gen, got, held)
+		}
+		m.Unref()
+	}
+	if s := pool.Stats(); s.Fresh != 3 || s.Reused != 9 || s.Pooled != 3 {
+		t.Fatalf("after four generations: %+v, want 3 fresh, 9 reused, 3 pooled", s)
+	}
+	pool.Close()
+	if got := ArenaBytes(); got != base {
+		t.Fatalf("Close left %d arena bytes", got-base)
+	}
+}
+
+// TestPoolBound: a pool keeps at most its limit, frees the rest and
+// never keeps an oversized record's chunk; a zero-size pool keeps nothing.
+func TestPoolBound(t *testing.T) {
+	base := ArenaBytes()
+	pool := NewPool(2*arenaChunk + 1) // rounds up to 3 chunks
+	m := fillPooled(pool, 5500, 0)    // 6 chunks
+	big := bytes.Repeat([]byte("B"), arenaChunk/2)
+	m.Add(&format.Row{Key: []byte("big"), Seq: 9999, Value: big}) // a chunk of its own
+	if got := ArenaBytes() - base; got != 6*arenaChunk+int64(len(big))+int64(recordHeader+3) {
+		t.Fatalf("memtable holds %d arena bytes", got)
+	}
+	m.Unref()
+	if s := pool.Stats(); s.Pooled != 3 || s.Freed != 4 {
+		t.Fatalf("after Unref: %+v, want 3 pooled, 4 freed", s)
+	}
+	if got := ArenaBytes() - base; got != 3*arenaChunk {
+		t.Fatalf("pool holds %d arena bytes, want %d", got, 3*arenaChunk)
+	}
+	pool.Close()
+
+	none := NewPool(0)
+	m = fillPooled(none, 1500, 1)
+	m.Unref()
+	if s := none.Stats(); s.Pooled != 0 || s.Fresh != 2 || s.Freed != 2 {
+		t.Fatalf("zero-size pool: %+v, want 2 fresh and 2 freed", s)
+	}
+	if got := ArenaBytes(); got != base {
+		t.Fatalf("%d arena bytes left", got-base)
+	}
+}
+
+// TestPoolLateReleaseAfterClose: a memtable still referenced when its
+// pool closes (an iterator that outlived the database) stays readable, and
+// its chunks are freed, not pooled, at its last Unref.
+func TestPoolLateReleaseAfterClose(t *testing.T) {
+	base := ArenaBytes()
+	pool := NewPool(8 * arenaChunk)
+	fillPooled(pool, 1500, 0).Unref() // 2 chunks pooled
+	m := fillPooled(pool, 2500, 1)    // reuses them and maps 1 more
+	pool.Close()
+	if got := ArenaBytes() - base; got != 3*arenaChunk {
+		t.Fatalf("after Close %d arena bytes, want the live memtable's %d", got, 3*arenaChunk)
+	}
+	checkPooled(t, m, 2500, 1)
+	m.Unref()
+	if s := pool.Stats(); s.Pooled != 0 || s.Freed != 3 {
+		t.Fatalf("late Unref: %+v, want nothing pooled and 3 freed", s)
+	}
+	if got := ArenaBytes(); got != base {
+		t.Fatalf("late Unref left %d arena bytes", got-base)
+	}
+	pool.Close() // idempotent
+}
+
+// TestPoolConcurrentRotation mimics a database: one writer fills
+// memtables and rotates them, readers hold references to recent memtables
+// and check every row they read, and whichever goroutine drops the last
+// reference returns the chunks that the writer's next memtable takes. A
+// chunk handed out while a reader could still see its old memtable shows
+// as a wrong row (or, under -race, a data race).
+func TestPoolConcurrentRotation(t *testing.T) {
+	base := ArenaBytes()
+	pool := NewPool(3 * arenaChunk)
+	const gens, rows, readers = 24, 1200, 3
+	type held struct {
+		m   *Memtable
+		gen int
+	}
+	ch := make(chan held, readers)
+	var wg sync.WaitGroup
+	errs := make(chan error, readers)
+	for range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for h := range ch {
+				for i := 0; i < rows; i += 37 {
+					r, ok := h.m.Get(fmt.Appendf(nil, "k%06d", i), format.MaxSeq)
+					if !ok || !bytes.Equal(r.Value, poolVal(i, h.gen)) {
+						select {
+						case errs <- fmt.Errorf("generation %d row %d: %.24q", h.gen, i, r.Value):
+						default:
+						}
+						break
+					}
+				}
+				h.m.Unref()
+			}
+		}()
+	}
+	for gen := range gens {
+		m := fillPooled(pool, rows, gen)
+		m.Ref() // the reader's reference
+		ch <- held{m, gen}
+		m.Unref() // the writer's: rotation and flush are done with it
+	}
+	close(ch)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	s := pool.Stats()
+	if s.Reused == 0 || s.Fresh+s.Reused != gens*2 {
+		t.Fatalf("%+v: want %d chunk uses, some of them reused", s, gens*2)
+	}
+	pool.Close()
+	if got := ArenaBytes(); got != base {
+		t.Fatalf("%d arena bytes left", got-base)
+	}
+}
+
+// TestPoolReusesTreeNodes: a memtable built after another was released into
+// the pool grows its B-tree into the released tree's nodes instead of
+// allocating them; after Close nothing is recycled any more.
+func TestPoolReusesTreeNodes(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	rows := make([]format.Row, 5000)
+	for i := range rows {
+		rows[i] = format.Row{Key: fmt.Appendf(nil, "k%08d", rng.Intn(1e8)), Seq: uint64(i + 1), Value: []byte("v")}
+	}
+	pool := NewPool(8 << 20)
+	// mallocs returns the heap allocations of filling a memtable of pool,
+	// and the memtable.
+	mallocs := func() (uint64, *Memtable) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		m := NewPooled(1, pool)
+		for i := range rows {
+			m.Add(&rows[i])
+		}
+		runtime.ReadMemStats(&after)
+		return after.Mallocs - before.Mallocs, m
+	}
+	fresh, m := mallocs()
+	m.Unref()
+	reused, m := mallocs()
+	m.Unref()
+	t.Logf("allocations to index %d rows: %d fresh, %d with recycled nodes", len(rows), fresh, reused)
+	if fresh < 100 || reused*10 > fresh {
+		t.Fatalf("allocations: %d for the first memtable, %d for the second; want the second under a tenth", fresh, reused)
+	}
+	pool.Close()
+	if pool.nodeList() != nil {
+		t.Fatal("a closed pool still hands out its node free list")
+	}
+	closed, m := mallocs()
+	m.Unref()
+	if closed*2 < fresh {
+		t.Fatalf("after Close a memtable made %d allocations, want about the %d of a fresh one", closed, fresh)
+	}
+}
