@@ -13,7 +13,9 @@ import (
 )
 
 // Flush writes the active memtable (and any frozen ones) to level-0
-// SSTables and returns when they are durable and recorded in the manifest.
+// SSTables and returns when they are durable and recorded in the manifest,
+// and the WAL segments they came from are deleted (after the flushes'
+// FlushEnd and WALDeleted events).
 func (db *DB) Flush() error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
