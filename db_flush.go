@@ -13,7 +13,9 @@ import (
 )
 
 // Flush writes the active memtable (and any frozen ones) to level-0
-// SSTables and returns when they are durable and recorded in the manifest.
+// SSTables and returns when they are durable and recorded in the manifest,
+// and the WAL segments they came from are deleted (after the flushes'
+// FlushEnd and WALDeleted events).
 func (db *DB) Flush() error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
@@ -41,6 +43,11 @@ func (db *DB) Flush() error {
 		db.kickFlush()
 		db.cond.Wait()
 	}
+	// Also wait for the flushed segments' deletion, so that a caller sees
+	// the WAL as the flush left it.
+	for db.walGC.pending > 0 && db.bgErr == nil && !db.closed {
+		db.cond.Wait()
+	}
 	if db.bgErr != nil {
 		return db.bgErr
 	}
@@ -52,6 +59,10 @@ func (db *DB) Flush() error {
 
 func (db *DB) flushLoop() {
 	defer db.bgDone.Done()
+	db.walGC.kick = make(chan struct{}, 1)
+	defer close(db.walGC.kick) // after the last flush: deleteFlushedLoop drains and stops
+	db.bgDone.Add(1)
+	go db.deleteFlushedLoop()
 	for {
 		select {
 		case <-db.closing:
@@ -111,13 +122,12 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 	db.mu.Lock()
 	db.imm = db.imm[1:]
 	db.publishReadState()
+	db.walGC.pending++ // its WAL segment, queued below
 	db.cond.Broadcast()
 	db.mu.Unlock()
 	// The DB's reference: the arena is freed now unless a reader still
 	// holds a read state listing m (then its last release frees it).
 	m.Unref()
-	db.removeQuietly(logName(m.LogNum()))
-	ev.walDeleted(logName(m.LogNum()))
 	info := FlushInfo{Duration: time.Since(start)}
 	if t != nil {
 		info.Table, info.Bytes, info.Rows = tableName(t.Meta.Num), t.Meta.Size, t.Meta.NumRows
@@ -127,6 +137,9 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 		db.log.Info("mayfly: flushed memtable", "table", t.Meta.Num, "bytes", t.Meta.Size,
 			"rows", t.Meta.NumRows, "duration", time.Since(start))
 	}
+	// After FlushEnd: Flush returns once the segment is deleted, so its
+	// caller has seen every event of the flush.
+	db.queueFlushedSegment(m.LogNum())
 	db.maybeScheduleCompaction()
 	return nil
 }

@@ -38,6 +38,12 @@ type walGC struct {
 	deadline map[uint64]int64 // segment → clock millis from which it may go
 	rescan   bool
 	lastScan int64
+
+	// Flushed segments waiting for deleteFlushedLoop; both guarded by the
+	// DB's mu. Flush waits until pending is 0.
+	flushed []uint64
+	pending int
+	kick    chan struct{} // wakes deleteFlushedLoop; made and closed by flushLoop
 }
 
 // due reports whether a collection has work: a segment whose grace period
@@ -136,4 +142,56 @@ func (db *DB) collectWAL() {
 		db.log.Info("mayfly: deleted an old WAL segment", "file", name)
 		db.opts.EventListener.walDeleted(name)
 	}
+}
+
+// Flushed segments. Once a flush has recorded its table in the manifest,
+// the memtable's WAL segment holds nothing the database needs. Deleting it
+// (an unlink that frees the file's blocks, or a DELETE request on an object
+// store) is left to a goroutine of its own, deleteFlushedLoop, so that the
+// flush goroutine starts on the next frozen memtable at once: with small
+// memtables the flush is what the writer waits for. Only segments that a
+// manifest version already covers (below its MinLogNum) are queued, so a
+// crash at any point leaves at worst such a segment behind, which the next
+// Open skips and walGC collects.
+
+// queueFlushedSegment hands segment n, which the manifest no longer needs,
+// to deleteFlushedLoop. The caller counted it in walGC.pending, under db.mu,
+// when it removed the segment's memtable from db.imm, so that Flush never
+// sees neither.
+func (db *DB) queueFlushedSegment(n uint64) {
+	g := &db.walGC
+	db.mu.Lock()
+	g.flushed = append(g.flushed, n)
+	db.mu.Unlock()
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
+}
+
+// deleteFlushedLoop deletes the segments queueFlushedSegment hands it, in
+// order, reporting each with the WALDeleted event, until flushLoop closes
+// walGC.kick as it stops; then it deletes those still queued and returns.
+func (db *DB) deleteFlushedLoop() {
+	defer db.bgDone.Done()
+	for range db.walGC.kick {
+		db.deleteFlushedSegments()
+	}
+	db.deleteFlushedSegments()
+}
+
+func (db *DB) deleteFlushedSegments() {
+	g := &db.walGC
+	db.mu.Lock()
+	batch := g.flushed
+	g.flushed = nil
+	db.mu.Unlock()
+	for _, n := range batch {
+		db.removeQuietly(logName(n))
+		db.opts.EventListener.walDeleted(logName(n))
+	}
+	db.mu.Lock()
+	g.pending -= len(batch)
+	db.cond.Broadcast()
+	db.mu.Unlock()
 }
