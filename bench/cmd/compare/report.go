@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mayflydb/mayfly"
 	"github.com/mayflydb/mayfly/bench"
 )
 
@@ -348,8 +349,8 @@ func (r *report) markdown(charts []string, docPath, imgDir string) string {
 	}
 	fmt.Fprintf(&b, "- **Shared settings:** block cache %d MiB and bloom filters at %d bits/key for every engine "+
 		"(Badger: false-positive rate %.4f, the same as %d bits/key); everything else at each engine's defaults "+
-		"(memtables: Mayfly 64 MiB, Pebble 4 MiB, Badger 64 MiB ×5, goleveldb 4 MiB; compression: Snappy for all).\n",
-		p.CacheBytes>>20, p.Bloom, bloomFPRDoc(p.Bloom), p.Bloom)
+		"(memtables: Mayfly %d MiB, Pebble 4 MiB, Badger 64 MiB ×5, goleveldb 4 MiB; compression: Snappy for all).\n",
+		p.CacheBytes>>20, p.Bloom, bloomFPRDoc(p.Bloom), p.Bloom, mayfly.DefaultMemtableSize>>20)
 	fmt.Fprintf(&b, "- **Shape:** %d keys of %d bytes, values of %d bytes (half-compressible, same generator for all), "+
 		"%d reads, %d seeks, %d synced writes, batches of %d, ttlchurn TTL %s for %s of real time.\n",
 		p.Num, bench.KeySize, p.ValueSize, p.Reads, p.Seeks, p.SyncOps, p.BatchSize, p.TTL, p.Churn)
