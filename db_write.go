@@ -205,20 +205,28 @@ func (db *DB) makeRoomForWrite() error {
 	}()
 	db.mu.Lock()
 	for {
-		switch {
-		case db.closed:
+		if db.closed {
 			db.mu.Unlock()
 			return ErrClosed
-		case db.bgErr != nil:
+		}
+		if db.bgErr != nil {
 			err := db.bgErr
 			db.mu.Unlock()
 			return err
-		case !db.opts.DisableAutoCompaction && db.l0StallFiles() >= db.opts.L0StopWritesThreshold,
+		}
+		// Level 0 as the thresholds see it, counted once per pass (it walks
+		// level 0's tables); 0 when nothing would compact it.
+		l0 := 0
+		if !db.opts.DisableAutoCompaction {
+			l0 = db.l0StallFiles()
+		}
+		switch {
+		case l0 >= db.opts.L0StopWritesThreshold,
 			db.mem.Size() >= db.opts.MemtableSize && len(db.imm) >= db.opts.MaxImmutableMemtables:
 			if stallStart.IsZero() {
 				stallStart = time.Now()
 				reason = "memtables"
-				if db.l0StallFiles() >= db.opts.L0StopWritesThreshold {
+				if l0 >= db.opts.L0StopWritesThreshold {
 					reason = "l0"
 				}
 				db.opts.EventListener.stallBegin(StallInfo{Reason: reason})
@@ -236,7 +244,7 @@ func (db *DB) makeRoomForWrite() error {
 			}
 			db.mu.Lock()
 		default:
-			slow := !db.opts.DisableAutoCompaction && db.l0StallFiles() >= db.opts.L0SlowdownWritesThreshold
+			slow := l0 >= db.opts.L0SlowdownWritesThreshold
 			db.mu.Unlock()
 			if slow {
 				// Give compaction a head start before level 0 reaches the

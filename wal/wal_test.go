@@ -41,9 +41,9 @@ func testPayloads(rng *rand.Rand, n int) [][]byte {
 	return out
 }
 
-// writeSegment writes payloads as segment testSeg named name, grouping a few
-// records per Write, and returns the Writer's final size.
-func writeSegment(t testing.TB, s storage.Storage, name string, payloads [][]byte) int64 {
+// newTestWriter creates log name in s and returns a Writer for it as
+// segment testSeg.
+func newTestWriter(t testing.TB, s storage.Storage, name string) *Writer {
 	t.Helper()
 	lw, err := s.CreateLog(name)
 	if err != nil {
@@ -53,6 +53,14 @@ func writeSegment(t testing.TB, s storage.Storage, name string, payloads [][]byt
 	if err != nil {
 		t.Fatal(err)
 	}
+	return w
+}
+
+// writeSegment writes payloads as segment testSeg named name, grouping a few
+// records per Write, and returns the Writer's final size.
+func writeSegment(t testing.TB, s storage.Storage, name string, payloads [][]byte) int64 {
+	t.Helper()
+	w := newTestWriter(t, s, name)
 	var buf []byte
 	for i, p := range payloads {
 		buf = AppendRecord(buf, p)
@@ -603,14 +611,7 @@ func TestWritesAroundMaxPending(t *testing.T) {
 		}
 		payloads = append(payloads, p)
 	}
-	lw, err := s.CreateLog("wal/000009.wal")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewWriter(lw, testSeg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newTestWriter(t, s, "wal/000009.wal")
 	for _, p := range payloads {
 		if err := w.Write(AppendRecord(nil, p)); err != nil {
 			t.Fatal(err)

@@ -71,14 +71,7 @@ func TestWriteSyncWritesInline(t *testing.T) {
 // taken right after it returns.
 func TestWriteSyncConcurrent(t *testing.T) {
 	m := storage.NewMem()
-	lw, err := m.CreateLog("wal/000001.wal")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewWriter(lw, testSeg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newTestWriter(t, m, "wal/000001.wal")
 	const writers, perWriter = 4, 300
 	rec := func(g, i int) []byte {
 		return AppendRecord(nil, binary.LittleEndian.AppendUint32([]byte{byte(g)}, uint32(i)))

@@ -105,7 +105,11 @@ func medianShare(ss []syncShare, e string) (float64, bool) {
 	return medianOf(v), true
 }
 
+// medianOf returns the median of v (0 for none), leaving v as it is.
 func medianOf(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
 	v = slices.Clone(v)
 	slices.Sort(v)
 	if len(v)%2 == 1 {

@@ -54,14 +54,7 @@ func median(rs []bench.Result, f func(bench.Result) float64) float64 {
 	for i, r := range rs {
 		v[i] = f(r)
 	}
-	slices.Sort(v)
-	if len(v) == 0 {
-		return 0
-	}
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	return medianOf(v)
 }
 
 func spread(rs []bench.Result, f func(bench.Result) float64) (lo, med, hi float64) {
