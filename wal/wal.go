@@ -122,12 +122,15 @@ func RecordLen(n int) int { return RecordHeaderSize + n }
 
 // maxPending bounds the bytes appended but not yet handed to the log; an
 // Append beyond it waits for the flusher. Each Writer has two such buffers
-// (one filling while the flusher writes the other), so this bounds the WAL's
-// share of the heap at about 2*maxPending (plus any single larger write).
-// One MiB per system call already amortises the call; a larger bound only
-// let a burst of batches (fillbatch) grow both buffers to 4 MiB and more,
-// with no gain in throughput.
-const maxPending = 1 << 20
+// (one filling while the flusher writes the other), each allocated at
+// maxPending and never grown past it (except by a single larger write into
+// an empty buffer), so the WAL's share of the heap is about 2*maxPending.
+// A fill appends a few tens of MB/s while one write of 256 KiB to the page
+// cache takes well under a millisecond, so the flusher keeps up with room
+// to spare: 1 MiB buffers (the previous bound) showed no throughput gain in
+// BenchmarkAppend or the fill workloads, and cost 1.5 MiB more live heap
+// (see docs/benchmarks.md, "WAL and filter-builder heap").
+const maxPending = 256 << 10
 
 // Writer appends records to one segment. Records appended with Write are
 // handed to the operating system by a background flusher goroutine, which
@@ -167,18 +170,19 @@ func CreateLog(s storage.Storage, name string) (storage.LogWriter, error) {
 	return s.CreateLog(name)
 }
 
-// pendingCap is the initial capacity of a Writer's two pending buffers.
-const pendingCap = 256 << 10
+// pendingCap is the capacity of a Writer's two pending buffers: maxPending,
+// so that appending up to the bound never reallocates.
+const pendingCap = maxPending
 
 // bufPool recycles the pending buffers of closed Writers, so that a new
-// segment does not grow its buffers from scratch. Buffers larger than
-// 2*maxPending are dropped rather than pooled.
+// segment does not allocate its buffers afresh. Only buffers of exactly
+// pendingCap are pooled; one grown by an oversized write is dropped.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, pendingCap); return &b }}
 
 func getBuf() []byte { return (*bufPool.Get().(*[]byte))[:0] }
 
 func putBuf(b []byte) {
-	if cap(b) >= pendingCap && cap(b) <= 2*maxPending {
+	if cap(b) == pendingCap {
 		b = b[:0]
 		bufPool.Put(&b)
 	}
@@ -242,7 +246,11 @@ func (w *Writer) writePending() {
 	w.mu.Lock()
 	w.writing = false
 	w.written += int64(n)
-	w.spare = buf[:0]
+	if cap(buf) == pendingCap {
+		w.spare = buf[:0]
+	} else {
+		w.spare = nil // grown by an oversized write: let it go
+	}
 	if err != nil && w.err == nil {
 		w.err = fmt.Errorf("wal: write failed, segment is no longer writable: %w", err)
 	}
@@ -271,8 +279,8 @@ func (w *Writer) Write(records []byte) error {
 func (w *Writer) appendLocked(records []byte) error {
 	// Wait while the records would take the pending buffer past
 	// maxPending (an oversized write into an empty buffer goes through), so
-	// that the buffer, grown by doubling from pendingCap, stays at maxPending
-	// instead of doubling once more.
+	// that the buffer, allocated at pendingCap = maxPending, is never
+	// reallocated.
 	for w.err == nil && !w.closing && len(w.pending) > 0 && len(w.pending)+len(records) > maxPending {
 		w.progress.Wait()
 	}

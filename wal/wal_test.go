@@ -676,3 +676,30 @@ func TestWriterBuffersTakenOnFirstWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestOversizedWriteBufferNotKept: a write larger than maxPending grows a
+// pending buffer past pendingCap for that one write; once it has been
+// handed to the log the Writer must not keep the grown buffer, so that its
+// two buffers stay within 2*pendingCap for the segment's life.
+func TestOversizedWriteBufferNotKept(t *testing.T) {
+	w := newTestWriter(t, storage.NewMem(), "wal/000010.wal")
+	big := AppendRecord(nil, make([]byte, 3*maxPending))
+	small := AppendRecord(nil, []byte("row"))
+	for _, rec := range [][]byte{big, small, big, small} {
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.mu.Lock()
+	pc, sc := cap(w.pending), cap(w.spare)
+	w.mu.Unlock()
+	if pc > pendingCap || sc > pendingCap {
+		t.Fatalf("after oversized writes the buffers have capacities %d and %d, want at most %d", pc, sc, pendingCap)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
