@@ -122,15 +122,20 @@ func RecordLen(n int) int { return RecordHeaderSize + n }
 
 // maxPending bounds the bytes appended but not yet handed to the log; an
 // Append beyond it waits for the flusher. Each Writer has two such buffers
-// (one filling while the flusher writes the other), each allocated at
-// maxPending and never grown past it (except by a single larger write into
-// an empty buffer), so the WAL's share of the heap is about 2*maxPending.
-// A fill appends a few tens of MB/s while one write of 256 KiB to the page
-// cache takes well under a millisecond, so the flusher keeps up with room
-// to spare: 1 MiB buffers (the previous bound) showed no throughput gain in
-// BenchmarkAppend or the fill workloads, and cost 1.5 MiB more live heap
-// (see docs/benchmarks.md, "WAL and filter-builder heap").
-const maxPending = 256 << 10
+// (one filling while the flusher writes the other). A buffer starts at
+// pendingCap and, the first time the flusher lags far enough for it to need
+// more, is grown to exactly maxPending, never beyond (a single larger write
+// into an empty buffer gets a buffer of its own, dropped after its write).
+// So the WAL's share of the heap is 2*pendingCap for a light writer and at
+// most 2*maxPending.
+//
+// On a loaded 2-core machine (load average 7-8) a million-row fillrandom
+// or fillbatch waited for the flusher 20-63 times (20-175 ms in all) at
+// 1 MiB, the previous bound, 106-172 times (73-164 ms) at 512 KiB and
+// 326-431 times (129-311 ms) at 256 KiB: 512 KiB keeps the waits near
+// those of 1 MiB for half the heap (docs/benchmarks.md, "WAL and
+// filter-builder heap").
+const maxPending = 512 << 10
 
 // Writer appends records to one segment. Records appended with Write are
 // handed to the operating system by a background flusher goroutine, which
@@ -170,19 +175,18 @@ func CreateLog(s storage.Storage, name string) (storage.LogWriter, error) {
 	return s.CreateLog(name)
 }
 
-// pendingCap is the capacity of a Writer's two pending buffers: maxPending,
-// so that appending up to the bound never reallocates.
-const pendingCap = maxPending
+// pendingCap is the initial capacity of a Writer's two pending buffers.
+const pendingCap = 256 << 10
 
 // bufPool recycles the pending buffers of closed Writers, so that a new
-// segment does not allocate its buffers afresh. Only buffers of exactly
-// pendingCap are pooled; one grown by an oversized write is dropped.
+// segment does not allocate its buffers afresh. Only buffers of pendingCap
+// to maxPending bytes are pooled; one grown by an oversized write is dropped.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, pendingCap); return &b }}
 
 func getBuf() []byte { return (*bufPool.Get().(*[]byte))[:0] }
 
 func putBuf(b []byte) {
-	if cap(b) == pendingCap {
+	if cap(b) >= pendingCap && cap(b) <= maxPending {
 		b = b[:0]
 		bufPool.Put(&b)
 	}
@@ -246,7 +250,7 @@ func (w *Writer) writePending() {
 	w.mu.Lock()
 	w.writing = false
 	w.written += int64(n)
-	if cap(buf) == pendingCap {
+	if cap(buf) <= maxPending {
 		w.spare = buf[:0]
 	} else {
 		w.spare = nil // grown by an oversized write: let it go
@@ -278,9 +282,7 @@ func (w *Writer) Write(records []byte) error {
 // appendLocked appends records to the pending bytes; the caller holds mu.
 func (w *Writer) appendLocked(records []byte) error {
 	// Wait while the records would take the pending buffer past
-	// maxPending (an oversized write into an empty buffer goes through), so
-	// that the buffer, allocated at pendingCap = maxPending, is never
-	// reallocated.
+	// maxPending (an oversized write into an empty buffer goes through).
 	for w.err == nil && !w.closing && len(w.pending) > 0 && len(w.pending)+len(records) > maxPending {
 		w.progress.Wait()
 	}
@@ -292,6 +294,11 @@ func (w *Writer) appendLocked(records []byte) error {
 	}
 	if w.pending == nil {
 		w.pending = getBuf() // the first Write, or the flusher holds the other buffer
+	}
+	if n := len(w.pending) + len(records); n > cap(w.pending) && n <= maxPending {
+		// Grow to maxPending at once rather than by append's steps, which
+		// would overshoot it.
+		w.pending = append(make([]byte, 0, maxPending), w.pending...)
 	}
 	w.pending = append(w.pending, records...)
 	w.appended += int64(len(records))

@@ -677,10 +677,10 @@ func TestWriterBuffersTakenOnFirstWrite(t *testing.T) {
 	}
 }
 
-// TestOversizedWriteBufferNotKept: a write larger than maxPending grows a
-// pending buffer past pendingCap for that one write; once it has been
-// handed to the log the Writer must not keep the grown buffer, so that its
-// two buffers stay within 2*pendingCap for the segment's life.
+// TestOversizedWriteBufferNotKept: a write larger than maxPending gets a
+// buffer larger than maxPending for that one write; once it has been
+// handed to the log the Writer must not keep that buffer, so that its two
+// buffers stay within 2*maxPending for the segment's life.
 func TestOversizedWriteBufferNotKept(t *testing.T) {
 	w := newTestWriter(t, storage.NewMem(), "wal/000010.wal")
 	big := AppendRecord(nil, make([]byte, 3*maxPending))
@@ -696,10 +696,63 @@ func TestOversizedWriteBufferNotKept(t *testing.T) {
 	w.mu.Lock()
 	pc, sc := cap(w.pending), cap(w.spare)
 	w.mu.Unlock()
-	if pc > pendingCap || sc > pendingCap {
-		t.Fatalf("after oversized writes the buffers have capacities %d and %d, want at most %d", pc, sc, pendingCap)
+	if pc > maxPending || sc > maxPending {
+		t.Fatalf("after oversized writes the buffers have capacities %d and %d, want at most %d", pc, sc, maxPending)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// gateLog is a LogWriter whose writes after the first (the segment header)
+// wait until the test closes gate, so that records pile up in the Writer's
+// pending buffer meanwhile.
+type gateLog struct {
+	failLog
+	entered chan struct{} // receives once per gated Write, before it waits
+	gate    chan struct{} // closed to let writes through
+}
+
+func (g *gateLog) Write(p []byte) (int, error) {
+	if g.writes > 0 {
+		g.entered <- struct{}{}
+		<-g.gate
+	}
+	return g.failLog.Write(p)
+}
+
+// TestPendingBufferGrowsToMaxPending: while the flusher is stuck in a write,
+// appends fill the other buffer past pendingCap; it must be grown to
+// exactly maxPending, not by append's own growth steps, which would
+// overshoot it (and the Writer would then drop it after its write).
+func TestPendingBufferGrowsToMaxPending(t *testing.T) {
+	g := &gateLog{entered: make(chan struct{}, 8), gate: make(chan struct{})}
+	w, err := NewWriter(g, testSeg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := AppendRecord(nil, make([]byte, 1000))
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered // the flusher holds the first buffer until the gate opens
+	n := maxPending / len(rec)
+	for range n {
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.mu.Lock()
+	pl, pc := len(w.pending), cap(w.pending)
+	w.mu.Unlock()
+	if pl != n*len(rec) || pc != maxPending {
+		t.Fatalf("pending buffer holds %d bytes in %d, want %d in exactly %d", pl, pc, n*len(rec), maxPending)
+	}
+	close(g.gate)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if g.writes != 3 {
+		t.Fatalf("%d log writes, want 3 (header, first record, the piled-up records)", g.writes)
 	}
 }
