@@ -134,11 +134,11 @@ func (f *blockedFilter) mayContain(ukey []byte) bool {
 // The hashes are kept in fixed chunks of filterChunkHashes rather than one
 // slice grown by appending: a grown slice carries up to a quarter of spare
 // capacity and, while it is copied, holds old and new arrays at once (about
-// 2.25 times the hashes), and a flush of a 16 MiB memtable adds about 120k
-// keys. Chunks cost 8 bytes per key plus at most one partly filled chunk,
-// and are not pooled: a pooled array survives the next garbage collection
-// and counts as live heap at its mark (which sets the heap goal), while the
-// allocation it would save is about 1 MiB per table.
+// 2.25 times the hashes); a flush of a 16 MiB memtable adds about 70k keys.
+// Chunks cost 8 bytes per key plus at most one partly filled chunk, and are
+// not pooled: a pooled array survives the next garbage collection and
+// counts as live heap at its mark (which sets the heap goal), while the
+// allocation it would save is under 1 MiB per table.
 type filterWriter struct {
 	bitsPerKey int
 	full       [][]uint64 // filled chunks, each of filterChunkHashes hashes
