@@ -323,7 +323,7 @@ func TestShortLivedL0KeepsDrops(t *testing.T) {
 	db := openTestDB(t, t.TempDir(), clk, func(o *Options) { o.MemtableExpiryFraction = 0.25 })
 	defer db.Close()
 	maxL0 := 0
-	churnSteps(t, db, clk, 300, 20, func(int) { // 30 s of clock
+	churnSteps(t, db, clk, 300, 20, 5*time.Second, func(int) { // 30 s of clock
 		maxL0 = max(maxL0, db.Metrics().Levels[0].Files)
 	})
 	m := db.Metrics()

@@ -31,11 +31,37 @@ const defaultObjectReadAhead = 1 << 20
 // stay ahead of Pebble's, because flushes keep up
 // (memtable walk, arena and B-tree node recycling) and short-lived TTL tables
 // may fill a larger level 0 while they are forecast to be dropped whole (RFC
-// 0004). Below 16 MiB random overwrites pay noticeably more level-0
-// compaction (8 MiB: write amplification 5.2 against 3.3). Services that
+// 0004). Below 16 MiB the default level-0 stall thresholds double
+// (l0StallScale), without which 8 MiB random overwrites paid write
+// amplification 5.2 against 3.3 and were slowed down. Services that
 // ingest in large bursts and care more about write amplification than memory
 // can set 64 MiB.
 const DefaultMemtableSize = 16 << 20
+
+// l0StallReferenceMemtable is the memtable size the default level-0 stall
+// thresholds (8 and 12 files) are meant for: 16 MiB.
+const l0StallReferenceMemtable = 16 << 20
+
+// maxL0StallScale caps l0StallScale, and with it how many level-0 files
+// the default thresholds let a read merge.
+const maxL0StallScale = 2
+
+// l0StallScale is the factor applied to the default level-0 slowdown and
+// stop thresholds: the reference memtable size over memtable, rounded up,
+// between 1 and maxL0StallScale (1 at 16 MiB and above, 2 below). The
+// thresholds bound compaction debt, which is bytes, and a level-0 compaction
+// into a large base level takes as long whatever the memtable size, while
+// the flushes that land during it double as the memtable halves: with 8 MiB
+// memtables and thresholds 8 and 12, 1M random overwrites slowed down
+// 2,200-2,400 times (1 ms each) and ran at 0.92-1.10x Pebble (RFC 0004,
+// "Level-0 stall thresholds and the memtable size"). Explicit thresholds
+// are used as given.
+func l0StallScale(memtable int64) int {
+	if memtable <= 0 || memtable >= l0StallReferenceMemtable {
+		return 1
+	}
+	return int(min(maxL0StallScale, (l0StallReferenceMemtable+memtable-1)/memtable))
+}
 
 // MaxBloomBitsPerKey bounds Options.BloomBitsPerKey. 64 bits per key
 // already gives a false-positive rate far below one in a billion; larger
@@ -184,13 +210,15 @@ type Options struct {
 	// background compaction. Default: 4.
 	L0CompactionThreshold int
 	// L0SlowdownWritesThreshold is the number of level-0 files at which
-	// each commit waits 1ms, to let compaction catch up. Default: 8.
+	// each commit waits 1ms, to let compaction catch up. Default: 8 times
+	// l0StallScale (16 with a MemtableSize below 16 MiB).
 	// With a MemtableSize below 64 MiB, short-lived TTL tables (RFC 0004)
 	// count as a fraction of a file here and in L0StopWritesThreshold
 	// (compaction.L0StallFiles).
 	L0SlowdownWritesThreshold int
 	// L0StopWritesThreshold is the number of level-0 files at which writes
-	// stall until compaction catches up. Default: 12.
+	// stall until compaction catches up. Default: 12 times l0StallScale (24
+	// with a MemtableSize below 16 MiB).
 	L0StopWritesThreshold int
 	// LBaseMaxBytes is the size target of the base level, the level L0
 	// compacts into. Default: 64 MiB.
@@ -300,7 +328,7 @@ func (o *Options) withDefaults() (*Options, error) {
 		c.TargetFileSize = 8 << 20
 	}
 	if c.L0SlowdownWritesThreshold <= 0 {
-		c.L0SlowdownWritesThreshold = 8
+		c.L0SlowdownWritesThreshold = 8 * l0StallScale(c.MemtableSize)
 	}
 	if c.LBaseMaxBytes <= 0 {
 		c.LBaseMaxBytes = 64 << 20
@@ -327,7 +355,7 @@ func (o *Options) withDefaults() (*Options, error) {
 		c.L0CompactionThreshold = 4
 	}
 	if c.L0StopWritesThreshold <= 0 {
-		c.L0StopWritesThreshold = 12
+		c.L0StopWritesThreshold = 12 * l0StallScale(c.MemtableSize)
 	}
 	if c.L0StopWritesThreshold < c.L0CompactionThreshold {
 		c.L0StopWritesThreshold = c.L0CompactionThreshold
