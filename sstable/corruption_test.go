@@ -30,11 +30,17 @@ func exercise(data []byte) error {
 		return err
 	}
 	defer r.Close()
-	it := r.NewIter()
-	for n, ok := 0, it.First(); ok && n < 1<<16; ok = it.Next() {
-		n++
+	// A compaction iterator (its own index) and then a user iterator (the
+	// Reader's).
+	for _, it := range []format.Iterator{r.NewCompactionIter(), r.NewIter()} {
+		for n, ok := 0, it.First(); ok && n < 1<<16; ok = it.Next() {
+			n++
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
 	}
-	return it.Close()
+	return nil
 }
 
 func exercisePlain(data []byte) error {
