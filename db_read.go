@@ -133,7 +133,10 @@ func (db *DB) find(rs *readState, key []byte, seq uint64) (format.Row, sstable.B
 }
 
 func (db *DB) tableGet(t *tableFile, key []byte, seq uint64) (format.Row, sstable.BlockRef, bool, error) {
-	if !t.reader.MayContain(key) {
+	if ok, err := t.reader.MayContain(key); !ok {
+		if err != nil {
+			return format.Row{}, sstable.BlockRef{}, false, err
+		}
 		db.metrics.bloomNegatives.Add(1)
 		return format.Row{}, sstable.BlockRef{}, false, nil
 	}

@@ -148,7 +148,9 @@ func BenchmarkBloomProbe(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		probe[len(probe)-1] = byte(i)
-		r.MayContain(probe)
+		if _, err := r.MayContain(probe); err != nil {
+			b.Fatal(err)
+		}
 		i++
 	}
 }
@@ -172,7 +174,9 @@ func BenchmarkBloomProbeLarge(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		r.MayContain(probes[i%len(probes)])
+		if _, err := r.MayContain(probes[i%len(probes)]); err != nil {
+			b.Fatal(err)
+		}
 		i++
 	}
 }

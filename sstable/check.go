@@ -16,18 +16,25 @@ import (
 )
 
 // Check reads and verifies every block of the table and returns the first
-// problem found (a corruption error, or an I/O error).
+// problem found (a corruption error, or an I/O error). It reads the index
+// and filter from the file itself, whether or not the Reader has loaded
+// them, and keeps neither.
 func (r *Reader) Check() error {
 	if _, err := r.readProperties(); err != nil {
 		return err
 	}
-	if _, err := r.readIndex(); err != nil {
-		return err
-	}
-	if _, err := r.readFilter(); err != nil {
+	rawIndex, err := r.readIndex()
+	if err != nil {
 		return err
 	}
 	idxOff := int64(r.footer.index.offset)
+	if _, err := buildPointIndex(rawIndex, r.name, idxOff, r.dataEnd); err != nil {
+		return err
+	}
+	filter, err := r.readFilter()
+	if err != nil {
+		return err
+	}
 	var (
 		index, data blockIter
 		last        []byte
@@ -35,7 +42,9 @@ func (r *Reader) Check() error {
 		blocks      uint64
 		nextOff     uint64
 	)
-	r.indexIter(&index)
+	if err := index.init(rawIndex, r.name, idxOff, true); err != nil {
+		return err
+	}
 	iri := 0
 	for ok := index.first(); ok; ok = index.next() {
 		if iri < index.numRestarts && index.restartOffset(iri) == index.off {
@@ -71,7 +80,7 @@ func (r *Reader) Check() error {
 			if p.NumRows == 0 {
 				p.Smallest = bytes.Clone(data.key)
 			}
-			if r.filter != nil && !r.filter.mayContain(row.Key) {
+			if filter != nil && !filter.mayContain(row.Key) {
 				return corruptf(r.name, int64(r.footer.filter.offset), "filter block misses key %q", row.Key)
 			}
 			p.record(row)

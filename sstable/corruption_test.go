@@ -30,11 +30,17 @@ func exercise(data []byte) error {
 		return err
 	}
 	defer r.Close()
-	it := r.NewIter()
-	for n, ok := 0, it.First(); ok && n < 1<<16; ok = it.Next() {
-		n++
+	// A compaction iterator (its own index) and then a user iterator (the
+	// Reader's).
+	for _, it := range []format.Iterator{r.NewCompactionIter(), r.NewIter()} {
+		for n, ok := 0, it.First(); ok && n < 1<<16; ok = it.Next() {
+			n++
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
 	}
-	return it.Close()
+	return nil
 }
 
 func exercisePlain(data []byte) error {
@@ -106,24 +112,41 @@ func TestCorruptBlocks(t *testing.T) {
 				d[off] ^= 0x40
 				return d
 			}
-			// Metadata blocks fail Open at their own offset.
-			for _, m := range []struct {
-				name string
-				h    blockHandle
-			}{{"filter", ft.filter}, {"properties", ft.props}, {"index", ft.index}} {
-				for _, at := range []uint64{m.h.offset, m.h.offset + m.h.length/2, m.h.offset + m.h.length} {
-					_, err := Open(newMemObject(flip(at)), ReaderOptions{Name: testName})
-					wantCorruption(t, fmt.Sprintf("%s byte %d", m.name, at), err, int64(m.h.offset))
-				}
+			at := func(h blockHandle) []uint64 { return []uint64{h.offset, h.offset + h.length/2, h.offset + h.length} }
+			// The properties block fails Open at its own offset.
+			for _, at := range at(ft.props) {
+				_, err := Open(newMemObject(flip(at)), ReaderOptions{Name: testName})
+				wantCorruption(t, fmt.Sprintf("properties byte %d", at), err, int64(ft.props.offset))
+			}
+			// The index and filter are read on first use: Open succeeds,
+			// and every use that needs the block fails at its offset.
+			rows := genRows(40, 9)
+			key := rows[0].Key
+			for _, at := range at(ft.index) {
+				r := openTable(t, flip(at), nil)
+				what := fmt.Sprintf("index byte %d", at)
+				off := int64(ft.index.offset)
+				_, _, err := r.Get(key, format.MaxSeq)
+				wantCorruption(t, what+": Get", err, off)
+				wantCorruption(t, what+": NewIter", r.NewIter().Error(), off)
+				wantCorruption(t, what+": NewCompactionIter", r.NewCompactionIter().Error(), off)
+				wantCorruption(t, what+": Check", r.Check(), off)
+			}
+			for _, at := range at(ft.filter) {
+				r := openTable(t, flip(at), nil)
+				what := fmt.Sprintf("filter byte %d", at)
+				off := int64(ft.filter.offset)
+				_, err := r.MayContain(key)
+				wantCorruption(t, what+": MayContain", err, off)
+				_, _, err = r.Get(key, format.MaxSeq)
+				wantCorruption(t, what+": Get", err, off)
+				wantCorruption(t, what+": Check", r.Check(), off)
+				// Scans do not need the filter.
+				scanCount(t, r, len(rows))
 			}
 			// Data blocks: Open succeeds, reads fail at the block's offset.
 			r := openTable(t, data, nil)
-			it := r.NewIter().(*Iterator)
-			var handles []blockHandle
-			for ok := it.index.first(); ok; ok = it.index.next() {
-				h, _ := r.indexHandle(&it.index)
-				handles = append(handles, h)
-			}
+			handles := dataHandles(t, r)
 			if len(handles) < 3 {
 				t.Fatalf("%d data blocks", len(handles))
 			}

@@ -109,8 +109,8 @@ func TestLegacyFilterTableReadable(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := openTable(t, data, NewCache(1<<20))
-	if r.filter == nil || r.filter.legacy == nil {
-		t.Fatalf("filter = %+v, want a legacy filter", r.filter)
+	if f := mustFilter(t, r); f == nil || f.legacy == nil {
+		t.Fatalf("filter = %+v, want a legacy filter", f)
 	}
 	if err := r.Check(); err != nil {
 		t.Fatal(err)
@@ -122,7 +122,7 @@ func TestLegacyFilterTableReadable(t *testing.T) {
 			t.Fatalf("Get(%q) = %q, %v, %v", ukeyFor(i), row.Value, found, err)
 		}
 		absent := fmt.Appendf(nil, "key%08d", 2*i+1)
-		if r.MayContain(absent) {
+		if mayContain(t, r, absent) {
 			fp++
 		}
 		if _, found, err := r.Get(absent, format.MaxSeq); found || err != nil {
@@ -138,8 +138,8 @@ func TestLegacyFilterTableReadable(t *testing.T) {
 func TestNewTableHasBlockedFilter(t *testing.T) {
 	data, _ := buildTable(t, genRows(500, 1), WriterOptions{BloomBitsPerKey: 10})
 	r := openTable(t, data, nil)
-	if r.filter == nil || r.filter.legacy != nil || r.filter.blocked.k != 7 {
-		t.Fatalf("filter = %+v, want a blocked filter with 7 probes", r.filter)
+	if f := mustFilter(t, r); f == nil || f.legacy != nil || f.blocked.k != 7 {
+		t.Fatalf("filter = %+v, want a blocked filter with 7 probes", f)
 	}
 	if err := r.Check(); err != nil {
 		t.Fatal(err)

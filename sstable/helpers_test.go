@@ -120,3 +120,51 @@ func checkForward(t *testing.T, it format.Iterator, want []format.Row, what stri
 		t.Fatalf("%s: %d rows (err %v), want %d", what, n, it.Error(), len(want))
 	}
 }
+
+// rawIndexIter returns an iterator over r's index block as stored, read
+// from the file.
+func rawIndexIter(t testing.TB, r *Reader) *blockIter {
+	t.Helper()
+	b, err := r.readIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var it blockIter
+	if err := it.init(b, r.name, int64(r.footer.index.offset), true); err != nil {
+		t.Fatal(err)
+	}
+	return &it
+}
+
+// mustIndex returns r's point index, loading it if need be.
+func mustIndex(t testing.TB, r *Reader) *pointIndex {
+	t.Helper()
+	px, err := r.loadedIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return px
+}
+
+// mustFilter returns r's filter, loading it if need be; nil if it has none.
+func mustFilter(t testing.TB, r *Reader) *tableFilter {
+	t.Helper()
+	if r.footer.filter == (blockHandle{}) {
+		return nil
+	}
+	f, err := r.loadedFilter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// mayContain is r.MayContain failing t on error.
+func mayContain(t testing.TB, r *Reader, ukey []byte) bool {
+	t.Helper()
+	ok, err := r.MayContain(ukey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}

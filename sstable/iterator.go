@@ -1,7 +1,8 @@
 package sstable
 
-// Two-level iterator: an index block iterator picks a data block, a data
-// block iterator walks its rows.
+// Two-level iterator: a cursor over the table's point index (the index
+// block decoded, pointindex.go) picks a data block, a data block iterator
+// walks its rows.
 //
 //	index block:  [last key of block 0 | handle 0] [last key of block 1 | handle 1] ...
 //	                         |                                 |
@@ -12,6 +13,11 @@ package sstable
 // SeekKey(ukey, MaxSeq), which sorts before every version of ukey. The
 // first index entry >= it names the only block that can hold the answer
 // (or, if that block holds no such row, the next one does).
+//
+// A user iterator walks the Reader's point index, loading it on first use
+// (lazy.go); a compaction iterator walks the loaded one or, if none is
+// loaded, one of its own that it drops at Close. An error loading it is the
+// iterator's error from the start.
 
 import (
 	"github.com/mayflydb/mayfly/format"
@@ -28,7 +34,7 @@ import (
 // unpositioned iterator return false. An error is sticky.
 type Iterator struct {
 	r       *Reader
-	index   blockIter
+	index   indexCursor
 	data    blockIter
 	dataOff uint64   // offset of the block data iterates; valid if loaded
 	blk     blockRef // the block data iterates, held until the next one loads
@@ -56,22 +62,90 @@ const (
 
 var _ format.Iterator = (*Iterator)(nil)
 
-// NewIter returns an iterator over the table. It is unpositioned.
+// indexCursor is a position in a point index: entry i, or none when i is
+// out of range (-1 before the first, len after the last).
+type indexCursor struct {
+	px *pointIndex
+	i  int
+}
+
+// emptyIndex is the index of an iterator whose index failed to load.
+var emptyIndex pointIndex
+
+// setIndex points c at px, or at an empty index if px is nil.
+func (c *indexCursor) setIndex(px *pointIndex) {
+	if px == nil {
+		px = &emptyIndex
+	}
+	*c = indexCursor{px: px, i: -1}
+}
+
+func (c *indexCursor) valid() bool { return c.i >= 0 && c.i < c.px.len() }
+
+func (c *indexCursor) first() bool {
+	c.i = 0
+	return c.valid()
+}
+
+func (c *indexCursor) last() bool {
+	c.i = c.px.len() - 1
+	return c.valid()
+}
+
+func (c *indexCursor) next() bool {
+	c.i = min(c.i+1, c.px.len())
+	return c.valid()
+}
+
+func (c *indexCursor) prev() bool {
+	c.i = max(c.i-1, -1)
+	return c.valid()
+}
+
+// seekGE moves to the first entry whose separator is >= ikey.
+func (c *indexCursor) seekGE(ikey []byte) bool {
+	c.i = c.px.seek(ikey)
+	return c.valid()
+}
+
+// handle returns the handle of the current entry, which must be valid. The
+// point index checked every handle when it was built.
+func (c *indexCursor) handle() blockHandle { return c.px.handles[c.i] }
+
+// NewIter returns an iterator over the table. It is unpositioned. The
+// first iterator (or Get) loads the table's index; if that fails, the
+// iterator returns the error from Error and is never positioned.
 func (r *Reader) NewIter() format.Iterator {
 	it := &Iterator{r: r, raMax: r.raMax}
-	r.indexIter(&it.index)
-	it.ra.reset(it.raMax)
+	it.setReader()
 	return it
+}
+
+// setReader points a fresh iterator at its Reader's index: the Reader's
+// loaded one, or for a compaction iterator a private one if none is loaded.
+func (it *Iterator) setReader() {
+	var px *pointIndex
+	var err error
+	if it.noFill {
+		px, err = it.r.compactionIndex()
+	} else {
+		px, err = it.r.loadedIndex()
+	}
+	it.index.setIndex(px)
+	it.err = err
+	it.ra.reset(it.raMax)
 }
 
 // NewCompactionIter returns an iterator for reading the whole table once,
 // as a compaction does: it uses blocks already in the cache but does not add
 // the ones it reads, so a compaction neither evicts the blocks readers use
-// nor keeps the blocks of a table about to be deleted in memory.
+// nor keeps the blocks of a table about to be deleted in memory. It never
+// reads the filter, and it reads the index for itself unless the Reader has
+// loaded it, so compacting a table loads none of its metadata into the
+// Reader.
 func (r *Reader) NewCompactionIter() format.Iterator {
 	it := &Iterator{r: r, noFill: true, raMax: r.raComp}
-	r.indexIter(&it.index)
-	it.ra.reset(it.raMax)
+	it.setReader()
 	return it
 }
 
@@ -97,10 +171,7 @@ func (it *Iterator) releaseBlock() {
 // iterator just stepped to that entry from the one before (a sequential
 // scan, which reads ahead).
 func (it *Iterator) loadBlock(forward bool) bool {
-	h, err := it.r.indexHandle(&it.index)
-	if err != nil {
-		return it.fail(err)
-	}
+	h := it.index.handle()
 	if it.loaded && it.dataOff == h.offset {
 		return true
 	}
@@ -122,9 +193,6 @@ func (it *Iterator) loadBlock(forward bool) bool {
 func (it *Iterator) exhausted(p iterPos) bool {
 	if it.data.err != nil {
 		return it.fail(it.data.err)
-	}
-	if it.index.err != nil {
-		return it.fail(it.index.err)
 	}
 	it.pos = p
 	return false

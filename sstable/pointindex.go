@@ -1,6 +1,7 @@
 package sstable
 
-// Point index: the index block decoded once, at Open, for Get.
+// Point index: the index block decoded once, on first use (lazy.go), for
+// Get and iterators.
 //
 // A point lookup binary-searches the index for the first data block whose
 // separator key is >= the seek key. Doing that on the stored index block
@@ -8,7 +9,8 @@ package sstable
 // separator keys back to back in one arena with their block handles already
 // decoded, so a probe is one slice expression and one key comparison. It is
 // built in memory from the (CRC-checked) index block and changes nothing on
-// disk. Iterators still walk the stored block.
+// disk. Iterators walk it too (indexCursor, iterator.go), so a Reader keeps
+// only this copy of its index, not the stored block as well.
 //
 // A binary search over thousands of separators touches a cold cache line
 // at nearly every probe, so each separator also has an 8-byte head: the

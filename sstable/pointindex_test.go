@@ -39,13 +39,13 @@ func TestPointIndexSeek(t *testing.T) {
 			data, _ := buildTable(t, rows, WriterOptions{BlockSize: 256})
 			r := openTable(t, data, nil)
 			var seps [][]byte
-			var it blockIter
-			r.indexIter(&it)
+			it := rawIndexIter(t, r)
+			px := mustIndex(t, r)
 			for ok := it.first(); ok; ok = it.next() {
 				seps = append(seps, append([]byte(nil), it.key...))
 			}
-			if len(seps) < 50 || r.pindex.len() != len(seps) {
-				t.Fatalf("%d separators, point index has %d", len(seps), r.pindex.len())
+			if len(seps) < 50 || px.len() != len(seps) {
+				t.Fatalf("%d separators, point index has %d", len(seps), px.len())
 			}
 			probe := func(ukey []byte, seq uint64) {
 				ikey := format.SeekKey(nil, ukey, seq)
@@ -56,7 +56,7 @@ func TestPointIndexSeek(t *testing.T) {
 						break
 					}
 				}
-				if got := r.pindex.seek(ikey); got != want {
+				if got := px.seek(ikey); got != want {
 					t.Fatalf("seek(%q, %d) = %d, want %d", ukey, seq, got, want)
 				}
 			}

@@ -22,9 +22,9 @@ package sstable
 //     Last, SeekGE, SeekLT, Prev) drops the windows and starts over.
 //   - A window holds whole blocks only, all contiguous, none past the data
 //     blocks' end. It is larger than the cap only when its single block is.
-//     A handle that does not continue the window ends it; a handle that is
-//     undecodable or outside the data blocks stops read-ahead, and the
-//     iterator reads that block alone and reports it as it always did.
+//     A handle that does not continue the window ends it. (Every handle was
+//     checked to lie within the data blocks when the point index was built,
+//     pointindex.go.)
 //   - Blocks read ahead are checked (CRC) and decoded like any other, on the
 //     fetching goroutine: for an iterator that fills the cache, straight
 //     into slab memory (cache.go), so that reaching a block hands it to the
@@ -167,12 +167,12 @@ func (it *Iterator) fillCache() *Cache {
 
 // readAhead is an Iterator's read-ahead state.
 type readAhead struct {
-	size    int       // size of the next window
-	steps   int       // forward block steps since the last reset (counted up to ReadAheadAfter)
-	idx     blockIter // at the first index entry not yet in a window
-	planned bool      // idx is positioned (after the last window planned)
-	cur     *raWindow // the window the iterator is in
-	next    *raWindow // the window after cur, maybe still being fetched
+	size    int         // size of the next window
+	steps   int         // forward block steps since the last reset (counted up to ReadAheadAfter)
+	idx     indexCursor // at the first index entry not yet in a window
+	planned bool        // idx is positioned (after the last window planned)
+	cur     *raWindow   // the window the iterator is in
+	next    *raWindow   // the window after cur, maybe still being fetched
 	wg      sync.WaitGroup
 }
 
@@ -188,15 +188,11 @@ func (ra *readAhead) reset(maxSize int) {
 
 // plan takes the index entries at idx into a window of at most size bytes
 // (or one block), or returns nil if there are none left.
-func (ra *readAhead) plan(r *Reader, size int) *raWindow {
+func (ra *readAhead) plan(size int) *raWindow {
 	var hs []blockHandle
 	var start, end uint64
 	for ra.idx.valid() {
-		h, ok := decodeHandle(ra.idx.row.Value)
-		if !ok || !h.within(r.dataEnd) {
-			ra.planned = false // let the iterator read and report it
-			break
-		}
+		h := ra.idx.handle()
 		n := h.length + trailerLen
 		if len(hs) > 0 && (h.offset != end || end-start+n > uint64(size)) {
 			break
@@ -207,9 +203,6 @@ func (ra *readAhead) plan(r *Reader, size int) *raWindow {
 		hs = append(hs, h)
 		end = h.offset + n
 		ra.idx.next()
-	}
-	if ra.idx.err != nil {
-		ra.planned = false
 	}
 	if len(hs) == 0 {
 		return nil
@@ -246,11 +239,11 @@ func (it *Iterator) readBlock(h blockHandle, forward bool) (blockRef, error) {
 		return b, nil
 	}
 	// A forward step out of the windows: fetch a window starting at h.
-	r.indexIter(&ra.idx)
-	ra.planned = ra.idx.seekGE(it.index.key)
+	ra.idx = it.index
+	ra.planned = ra.idx.valid()
 	var w *raWindow
 	if ra.planned {
-		w = ra.plan(r, ra.size)
+		w = ra.plan(ra.size)
 	}
 	if w == nil || w.handles[0] != h {
 		ra.reset(it.raMax)
@@ -324,7 +317,7 @@ func (it *Iterator) prefetch() {
 	if !ra.planned || ra.next != nil {
 		return
 	}
-	w := ra.plan(r, ra.size)
+	w := ra.plan(ra.size)
 	if w == nil {
 		return
 	}

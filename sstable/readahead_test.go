@@ -90,23 +90,15 @@ func openRA(t testing.TB, obj *countingObject, readAhead int, cache *Cache) *Rea
 	if err != nil {
 		t.Fatal(err)
 	}
-	obj.takeReads() // Open's own reads
+	mustIndex(t, r)
+	mustFilter(t, r)
+	obj.takeReads() // Open's own reads and the metadata loads
 	return r
 }
 
 // dataHandles returns the handles of r's data blocks.
 func dataHandles(t testing.TB, r *Reader) []blockHandle {
-	var idx blockIter
-	r.indexIter(&idx)
-	var hs []blockHandle
-	for ok := idx.first(); ok; ok = idx.next() {
-		h, err := r.indexHandle(&idx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hs = append(hs, h)
-	}
-	return hs
+	return mustIndex(t, r).handles
 }
 
 // scanAll reads every row forwards and closes the iterator, checking that
@@ -451,6 +443,7 @@ func TestCompactionReadAheadCap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		mustIndex(t, r)
 		obj.takeReads()
 		blocks := len(dataHandles(t, r))
 		it := r.NewIter()
@@ -483,17 +476,12 @@ func TestReadAheadAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mustIndex(t, r)
 	obj.takeReads()
 	hs := dataHandles(t, r)
 	it := r.NewIter().(*Iterator)
 	// Seek into block 10, then step forward across `after` block boundaries.
-	var idx blockIter
-	r.indexIter(&idx)
-	for range 10 {
-		idx.next()
-	}
-	idx.next()
-	if !it.SeekGE(idx.row.Key[:len(idx.row.Key)-format.TrailerLen]) {
+	if !it.SeekGE(mustIndex(t, r).userKey(10)) {
 		t.Fatal(it.Error())
 	}
 	start := it.dataOff

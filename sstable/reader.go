@@ -2,13 +2,22 @@ package sstable
 
 // Reader: opens a table and reads its blocks.
 //
-// Open reads, from the end of the file backwards:
+// Open reads, from the end of the file backwards, the footer (64 bytes) and
+// the properties block, checking both CRCs. That is all a table costs in
+// memory while nothing reads it. The rest of the metadata is loaded on first
+// use (lazy.go):
 //
-//	footer (64 bytes) -> properties block -> index block -> filter block
+//	index block  -> decoded into the point index (pointindex.go), the first
+//	                time a Get or a user iterator needs it;
+//	filter block -> decoded, the first time a point lookup asks MayContain.
 //
-// checking every CRC. The index and the filter stay in memory for the life
-// of the Reader (the index also decoded for Get, pointindex.go); data blocks
-// are read on demand through the block cache.
+// Each is read, CRC-checked and decoded once, then kept (and charged to the
+// block cache, charge.go) until Close; the raw index block is not kept.
+// A load that fails returns the corruption or I/O error, naming the file and
+// the block's offset, and is tried again by the next caller. Compaction
+// iterators read the index for their own lifetime without pinning it, and
+// never read the filter. Data blocks are read on demand through the block
+// cache.
 
 import (
 	"bytes"
@@ -18,7 +27,6 @@ import (
 	"hash/crc32"
 	"io"
 	"sync"
-	"sync/atomic"
 
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/storage"
@@ -61,20 +69,20 @@ type Reader struct {
 	size    int64
 	footer  footer
 	props   *Properties
-	index   []byte // decoded index block
-	pindex  pointIndex
-	filter  *tableFilter
 	dataEnd uint64 // end of the data blocks: the first metadata block's offset
 	raMax   int    // ReaderOptions.ReadAhead; <= 0 disables read-ahead
 	raComp  int    // the same for compaction iterators
 	raAfter int    // ReaderOptions.ReadAheadAfter
 
-	getPool sync.Pool    // *blockIter for Get
-	charged atomic.Int64 // metaBytes charged to cache until Close
+	getPool sync.Pool // *getState for Get
+
+	meta lazyMeta // index and filter, loaded on first use (lazy.go)
 }
 
-// Open opens a table, reading and verifying its footer, properties, index
-// and filter. On error the caller still owns f.
+// Open opens a table, reading and verifying its footer and properties. The
+// index and filter are read and verified on first use, so a corrupt index
+// or filter surfaces as an error of the first Get, MayContain or iterator
+// that needs it (and of Check). On error the caller still owns f.
 func Open(f storage.ObjectReader, opts ReaderOptions) (*Reader, error) {
 	r := &Reader{f: f, name: opts.Name, cache: opts.Cache, size: f.Size(), raMax: opts.ReadAhead, raComp: opts.CompactionReadAhead, raAfter: opts.ReadAheadAfter}
 	if r.raComp == 0 {
@@ -103,19 +111,6 @@ func Open(f storage.ObjectReader, opts ReaderOptions) (*Reader, error) {
 	}
 	if r.props, err = r.readProperties(); err != nil {
 		return nil, err
-	}
-	if r.index, err = r.readIndex(); err != nil {
-		return nil, err
-	}
-	if r.pindex, err = buildPointIndex(r.index, r.name, int64(r.footer.index.offset), r.dataEnd); err != nil {
-		return nil, err
-	}
-	if r.filter, err = r.readFilter(); err != nil {
-		return nil, err
-	}
-	if r.cache != nil {
-		r.charged.Store(r.metaBytes())
-		r.cache.charge(r.charged.Load())
 	}
 	return r, nil
 }
@@ -282,14 +277,19 @@ func (r *Reader) readDataBlock(h blockHandle, fill bool) (blockRef, error) {
 func (r *Reader) Properties() *Properties { return r.props }
 
 // MayContain reports whether the table may hold a row for ukey: false only
-// when the bloom filter rules it out. Without a filter it returns true.
-func (r *Reader) MayContain(ukey []byte) bool {
-	return r.filter == nil || r.filter.mayContain(ukey)
-}
-
-func (r *Reader) indexIter(it *blockIter) {
-	// The index block was checked by Open, so init cannot fail.
-	_ = it.init(r.index, r.name, int64(r.footer.index.offset), true)
+// when the bloom filter rules it out. Without a filter it returns true. The
+// first call reads and checks the filter block; an error reading or
+// decoding it (naming the file and the block's offset) is returned, and the
+// next call tries again.
+func (r *Reader) MayContain(ukey []byte) (bool, error) {
+	if r.footer.filter == (blockHandle{}) {
+		return true, nil
+	}
+	f, err := r.loadedFilter()
+	if err != nil {
+		return false, err
+	}
+	return f.mayContain(ukey), nil
 }
 
 // indexHandle decodes the handle of the index entry it is at.
@@ -310,8 +310,8 @@ type getState struct {
 // found is false if there is none. The row's Key is ukey itself (the slice
 // passed in) and its Value is a copy of its own, so both may be retained.
 func (r *Reader) Get(ukey []byte, seq uint64) (row format.Row, found bool, err error) {
-	if !r.MayContain(ukey) {
-		return format.Row{}, false, nil
+	if ok, err := r.MayContain(ukey); !ok {
+		return format.Row{}, false, err
 	}
 	row, ref, found, err := r.GetAfterFilter(ukey, seq)
 	if found {
@@ -322,13 +322,18 @@ func (r *Reader) Get(ukey []byte, seq uint64) (row format.Row, found bool, err e
 }
 
 // GetAfterFilter is Get for a caller that has already asked MayContain(ukey)
-// and got true: it does not probe the bloom filter again. It does not copy
+// and got true: it does not probe the bloom filter again. The first call
+// (of it or of NewIter) loads the index; an error loading it is returned. It does not copy
 // the value: the row's Value aliases a (possibly cached) data block that
 // stays valid only until the caller releases ref, which it must do once,
 // found or not.
 func (r *Reader) GetAfterFilter(ukey []byte, seq uint64) (row format.Row, ref BlockRef, found bool, err error) {
 	if seq > format.MaxSeq {
 		seq = format.MaxSeq
+	}
+	px, err := r.loadedIndex()
+	if err != nil {
+		return format.Row{}, BlockRef{}, false, err
 	}
 	gs, _ := r.getPool.Get().(*getState)
 	if gs == nil {
@@ -346,11 +351,11 @@ func (r *Reader) GetAfterFilter(ukey []byte, seq uint64) (row format.Row, ref Bl
 		}
 	}()
 	gs.seekKey = format.SeekKey(gs.seekKey[:0], ukey, seq)
-	for i := r.pindex.seek(gs.seekKey); ; i++ {
-		if i >= r.pindex.len() {
+	for i := px.seek(gs.seekKey); ; i++ {
+		if i >= px.len() {
 			return format.Row{}, BlockRef{}, false, nil
 		}
-		h := r.pindex.handles[i]
+		h := px.handles[i]
 		b.release()
 		b = blockRef{}
 		if b, err = r.dataBlock(h, true); err != nil {
@@ -377,8 +382,9 @@ func (r *Reader) GetAfterFilter(ukey []byte, seq uint64) (row format.Row, ref Bl
 }
 
 // Close closes the underlying object and gives back the memory charged to
-// the cache for the table's index and filter.
+// the cache for the table's index and filter (if they were loaded). Loads
+// after Close fail.
 func (r *Reader) Close() error {
-	r.cache.charge(-r.charged.Swap(0))
+	r.meta.close(r.cache)
 	return r.f.Close()
 }

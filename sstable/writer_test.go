@@ -29,8 +29,8 @@ func TestDataBlocksWithinBlockSize(t *testing.T) {
 	for _, c := range []Compression{NoCompression, SnappyCompression} {
 		data, props := buildTable(t, rows, WriterOptions{BlockSize: blockSize, Compression: c})
 		r := openTable(t, data, nil)
-		sizes := make([]int, len(r.pindex.handles))
-		for i, h := range r.pindex.handles {
+		sizes := make([]int, len(mustIndex(t, r).handles))
+		for i, h := range mustIndex(t, r).handles {
 			b, err := r.readBlock(h, "data")
 			if err != nil {
 				t.Fatal(err)
