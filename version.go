@@ -111,17 +111,6 @@ func (v *version) files() []*tableFile {
 	return out
 }
 
-// state converts the version to a manifest state (levels only).
-func (v *version) metas() [manifest.NumLevels][]*manifest.FileMeta {
-	var out [manifest.NumLevels][]*manifest.FileMeta
-	for l, lvl := range v.levels {
-		for _, t := range lvl {
-			out[l] = append(out[l], t.Meta)
-		}
-	}
-	return out
-}
-
 // findInLevel returns the table of sorted level l that may hold ukey.
 func (v *version) findInLevel(l int, ukey []byte) *tableFile {
 	files := v.levels[l]

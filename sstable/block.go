@@ -28,7 +28,6 @@ package sstable
 // entry is only its restart count, 0.
 
 import (
-	"bytes"
 	"encoding/binary"
 
 	"github.com/mayflydb/mayfly/format"
@@ -568,9 +567,4 @@ func skipUvarint(b []byte, p, limit int) int {
 		}
 	}
 	return -1
-}
-
-// atUserKey reports whether the current entry's user key equals ukey.
-func (it *blockIter) atUserKey(ukey []byte) bool {
-	return it.valid() && bytes.Equal(it.row.Key, ukey)
 }

@@ -322,11 +322,11 @@ func (r *Reader) Get(ukey []byte, seq uint64) (row format.Row, found bool, err e
 }
 
 // GetAfterFilter is Get for a caller that has already asked MayContain(ukey)
-// and got true: it does not probe the bloom filter again. The first call
-// (of it or of NewIter) loads the index; an error loading it is returned. It does not copy
-// the value: the row's Value aliases a (possibly cached) data block that
-// stays valid only until the caller releases ref, which it must do once,
-// found or not.
+// and got true: it does not probe the bloom filter again. The first call (of
+// it or of NewIter) loads the index; an error loading it is returned. It
+// does not copy the value: the row's Value aliases a (possibly cached) data
+// block that stays valid only until the caller releases ref, which it must
+// do once, found or not.
 func (r *Reader) GetAfterFilter(ukey []byte, seq uint64) (row format.Row, ref BlockRef, found bool, err error) {
 	if seq > format.MaxSeq {
 		seq = format.MaxSeq
