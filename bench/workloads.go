@@ -49,6 +49,9 @@ type Params struct {
 	Bloom      int
 	CPUProfile string // path; profiles the timed phase only
 	MemProfile string // path; heap profile taken at the end of the timed phase
+	// PeakHeapProfile is a path; the heap profile of the collection with
+	// the most live heap during the timed phase (see peakHeapProfiler).
+	PeakHeapProfile string
 	// RefNoGrowing skips the fdatasync reference's growing-file figure
 	// (the compare command measures it once per engine and repetition).
 	RefNoGrowing bool
@@ -248,17 +251,25 @@ func (r *runner) randKey() uint64     { return r.rng.Uint64N(uint64(r.p.Num)) }
 
 // profile starts the CPU profile if one was asked for; the returned func stops it.
 func (r *runner) profile() func() {
-	if r.p.CPUProfile == "" {
-		return r.heapProfile
+	var peak *peakHeapProfiler
+	if r.p.PeakHeapProfile != "" {
+		peak = startPeakHeap(r.p.PeakHeapProfile)
 	}
-	f, err := os.Create(r.p.CPUProfile)
-	if err != nil {
-		return r.heapProfile
+	var cpu *os.File
+	if r.p.CPUProfile != "" {
+		if f, err := os.Create(r.p.CPUProfile); err == nil {
+			cpu = f
+			pprof.StartCPUProfile(f)
+		}
 	}
-	pprof.StartCPUProfile(f)
 	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			cpu.Close()
+		}
+		if peak != nil {
+			peak.Stop()
+		}
 		r.heapProfile()
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -53,12 +54,13 @@ var (
 	wNoGrow = flag.Bool("refnogrow", false, "internal: fdatasync reference without the growing-file figure")
 	cpuProf = flag.String("cpuprofile", "", "worker: write a CPU profile of the timed phase")
 	memProf = flag.String("memprofile", "", "worker: write a heap profile at the end of the timed phase")
+	peakMem = flag.String("peakheap", "", "worker: write the heap profile of the collection with the most live heap in the timed phase")
 )
 
 func params() bench.Params {
 	p := bench.Params{Num: *num, ValueSize: *valueSize, Reads: *reads, Seeks: *seeks, SyncOps: *syncOps,
 		BatchSize: *batchSize, TTL: *ttl, Churn: *churn, CacheBytes: *cacheMiB << 20, Bloom: *bloom,
-		CPUProfile: *cpuProf, MemProfile: *memProf, RefNoGrowing: *wNoGrow}
+		CPUProfile: *cpuProf, MemProfile: *memProf, PeakHeapProfile: *peakMem, RefNoGrowing: *wNoGrow}
 	if p.Reads <= 0 {
 		p.Reads = p.Num
 	}
@@ -71,6 +73,11 @@ func params() bench.Params {
 func main() {
 	flag.Parse()
 	if *worker {
+		if *peakMem != "" {
+			// Sample every 4 KiB allocated rather than every 512 KiB, so the
+			// peak profile's small entries are figures, not guesses.
+			runtime.MemProfileRate = 4096
+		}
 		res, err := bench.RunWorker(*wEngine, *wLoad, *wDir, params())
 		res.Rep = *wRep
 		if err != nil {
