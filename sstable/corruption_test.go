@@ -33,8 +33,16 @@ func exercise(data []byte) error {
 	// A compaction iterator (its own index) and then a user iterator (the
 	// Reader's).
 	for _, it := range []format.Iterator{r.NewCompactionIter(), r.NewIter()} {
-		for n, ok := 0, it.First(); ok && n < 1<<16; ok = it.Next() {
+		n := 0
+		for ok := it.First(); ok && n < 1<<16; ok = it.Next() {
 			n++
+		}
+		for ok := it.Last(); ok && n > 0; ok = it.Prev() {
+			n--
+		}
+		for _, k := range []string{"", "key00000010", "key00000011", "zz"} {
+			it.SeekGE([]byte(k))
+			it.SeekLT([]byte(k))
 		}
 		if err := it.Close(); err != nil {
 			return err

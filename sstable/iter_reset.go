@@ -11,6 +11,7 @@ func (it *Iterator) Reset(r *Reader) {
 		it.closeReadAhead()
 	}
 	it.releaseBlock()
+	it.index.release()
 	data, seekKey, noFill := it.data, it.seekKey[:0], it.noFill
 	*it = Iterator{r: r, seekKey: seekKey, noFill: noFill, raMax: r.raMax}
 	if noFill {

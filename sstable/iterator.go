@@ -16,8 +16,9 @@ package sstable
 //
 // A user iterator walks the Reader's point index, loading it on first use
 // (lazy.go); a compaction iterator walks the loaded one or, if none is
-// loaded, one of its own that it drops at Close. An error loading it is the
-// iterator's error from the start.
+// loaded, the stored index block read for itself (rawindex.go), which it
+// frees at Close or Reset. An error loading either is the iterator's error
+// from the start.
 
 import (
 	"github.com/mayflydb/mayfly/format"
@@ -62,55 +63,91 @@ const (
 
 var _ format.Iterator = (*Iterator)(nil)
 
-// indexCursor is a position in a point index: entry i, or none when i is
-// out of range (-1 before the first, len after the last).
+// indexCursor is a position in a table's index: entry i, or none when i is
+// out of range (-1 before the first, n after the last). It walks either a
+// point index (px) or, for a compaction iterator, a raw index block (raw,
+// rawindex.go), and holds the handle of its entry. A copy of a cursor moves
+// independently of it (read-ahead plans with one); only the Iterator that
+// set it releases what it points at.
 type indexCursor struct {
-	px *pointIndex
-	i  int
+	px  *pointIndex
+	raw *rawIndex
+	n   int
+	i   int
+	h   blockHandle // the handle of entry i, if valid
+	err error       // an entry of raw no longer decodes
 }
 
-// emptyIndex is the index of an iterator whose index failed to load.
-var emptyIndex pointIndex
-
-// setIndex points c at px, or at an empty index if px is nil.
-func (c *indexCursor) setIndex(px *pointIndex) {
-	if px == nil {
-		px = &emptyIndex
+// setIndex points c at px, at raw if px is nil, or at no entries if both are.
+func (c *indexCursor) setIndex(px *pointIndex, raw *rawIndex) {
+	*c = indexCursor{px: px, raw: raw, i: -1}
+	switch {
+	case px != nil:
+		c.n = px.len()
+	case raw != nil:
+		c.n = raw.n
 	}
-	*c = indexCursor{px: px, i: -1}
 }
 
-func (c *indexCursor) valid() bool { return c.i >= 0 && c.i < c.px.len() }
-
-func (c *indexCursor) first() bool {
-	c.i = 0
-	return c.valid()
+// at moves to entry i (clamped to [-1, n]) and reports whether it is one.
+func (c *indexCursor) at(i int) bool {
+	c.i = min(max(i, -1), c.n)
+	if c.i < 0 || c.i >= c.n {
+		return false
+	}
+	if c.raw == nil {
+		c.h = c.px.handles[c.i]
+		return true
+	}
+	_, h, ok := c.raw.entry(c.i)
+	if !ok {
+		c.err = c.raw.errAt(c.i)
+		c.i = c.n
+		return false
+	}
+	c.h = h
+	return true
 }
 
-func (c *indexCursor) last() bool {
-	c.i = c.px.len() - 1
-	return c.valid()
-}
+func (c *indexCursor) valid() bool { return c.i >= 0 && c.i < c.n }
 
-func (c *indexCursor) next() bool {
-	c.i = min(c.i+1, c.px.len())
-	return c.valid()
-}
+func (c *indexCursor) first() bool { return c.at(0) }
 
-func (c *indexCursor) prev() bool {
-	c.i = max(c.i-1, -1)
-	return c.valid()
-}
+func (c *indexCursor) last() bool { return c.at(c.n - 1) }
+
+func (c *indexCursor) next() bool { return c.at(c.i + 1) }
+
+func (c *indexCursor) prev() bool { return c.at(c.i - 1) }
 
 // seekGE moves to the first entry whose separator is >= ikey.
 func (c *indexCursor) seekGE(ikey []byte) bool {
-	c.i = c.px.seek(ikey)
-	return c.valid()
+	switch {
+	case c.n == 0:
+		return c.at(0)
+	case c.raw == nil:
+		return c.at(c.px.seek(ikey))
+	}
+	i := c.raw.seek(ikey)
+	if i < 0 {
+		c.err = c.raw.errAt(0)
+		return c.at(c.n)
+	}
+	return c.at(i)
 }
 
 // handle returns the handle of the current entry, which must be valid. The
-// point index checked every handle when it was built.
-func (c *indexCursor) handle() blockHandle { return c.px.handles[c.i] }
+// index's handles were all checked to lie within the data blocks when it
+// was loaded.
+func (c *indexCursor) handle() blockHandle { return c.h }
+
+// release frees what the cursor's Iterator owns of its index (a raw index
+// block) and empties it.
+func (c *indexCursor) release() {
+	if c.raw != nil {
+		c.raw.free()
+	}
+	*c = indexCursor{}
+}
 
 // NewIter returns an iterator over the table. It is unpositioned. The
 // first iterator (or Get) loads the table's index; if that fails, the
@@ -125,13 +162,14 @@ func (r *Reader) NewIter() format.Iterator {
 // loaded one, or for a compaction iterator a private one if none is loaded.
 func (it *Iterator) setReader() {
 	var px *pointIndex
+	var raw *rawIndex
 	var err error
 	if it.noFill {
-		px, err = it.r.compactionIndex()
+		px, raw, err = it.r.compactionIndex()
 	} else {
 		px, err = it.r.loadedIndex()
 	}
-	it.index.setIndex(px)
+	it.index.setIndex(px, raw)
 	it.err = err
 	it.ra.reset(it.raMax)
 }
@@ -193,6 +231,9 @@ func (it *Iterator) loadBlock(forward bool) bool {
 func (it *Iterator) exhausted(p iterPos) bool {
 	if it.data.err != nil {
 		return it.fail(it.data.err)
+	}
+	if it.index.err != nil {
+		return it.fail(it.index.err)
 	}
 	it.pos = p
 	return false
@@ -336,6 +377,7 @@ func (it *Iterator) Close() error {
 		it.closeReadAhead()
 	}
 	it.releaseBlock()
+	it.index.release()
 	err := it.err
 	*it = Iterator{err: err, pos: posNone}
 	return err

@@ -12,8 +12,9 @@ package sstable
 //     it; the raw index block is dropped once decoded;
 //   - the filter is decoded the first time MayContain needs it;
 //   - a compaction iterator uses the point index if it is already loaded
-//     and otherwise builds a private one that lives as long as the
-//     iterator, so a table that is only ever compacted holds no metadata.
+//     and otherwise walks the stored index block, read for itself outside
+//     the Go heap and freed when it closes (rawindex.go), so a table that
+//     is only ever compacted holds no metadata.
 //
 // Loads are serialised by one mutex: concurrent first users wait for the
 // one load instead of repeating it, and later users find the result with
@@ -96,13 +97,30 @@ func (r *Reader) loadedFilter() (*tableFilter, error) {
 	return lazyLoad(&r.meta, &r.meta.filter, r.cache, r.name, r.readFilter, (*tableFilter).bytes)
 }
 
-// compactionIndex returns the point index for a compaction iterator: the
-// loaded one if there is one, else one read for the caller alone.
-func (r *Reader) compactionIndex() (*pointIndex, error) {
+// compactionIndex returns the index a compaction iterator walks: the loaded
+// point index if there is one, else the index block read for the caller
+// alone as a rawIndex (rawindex.go), which the caller owns and must free,
+// or, for a block that is not one entry per restart, a private point index.
+func (r *Reader) compactionIndex() (*pointIndex, *rawIndex, error) {
 	if px := r.meta.index.Load(); px != nil {
-		return px, nil
+		return px, nil, nil
 	}
-	return r.readPointIndex()
+	mem, b, err := r.readIndexBuf()
+	if err != nil {
+		return nil, nil, err
+	}
+	off := int64(r.footer.index.offset)
+	x, err := newRawIndex(b, r.name, off, r.dataEnd)
+	if x != nil {
+		x.mem = mem
+		return nil, x, nil
+	}
+	var px *pointIndex
+	if err == nil {
+		px, err = buildPointIndex(b, r.name, off, r.dataEnd)
+	}
+	mem.free()
+	return px, nil, err
 }
 
 // readPointIndex reads, checks and decodes the index block.
@@ -111,11 +129,7 @@ func (r *Reader) readPointIndex() (*pointIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	px, err := buildPointIndex(b, r.name, int64(r.footer.index.offset), r.dataEnd)
-	if err != nil {
-		return nil, err
-	}
-	return &px, nil
+	return buildPointIndex(b, r.name, int64(r.footer.index.offset), r.dataEnd)
 }
 
 // bytes returns the memory px holds.

@@ -45,28 +45,19 @@ func keyHead(ukey []byte, c int) uint64 {
 
 // buildPointIndex decodes every entry of the index block data (at blockOff
 // in file) and checks each handle lies before dataEnd.
-func buildPointIndex(data []byte, file string, blockOff int64, dataEnd uint64) (pointIndex, error) {
-	var it blockIter
-	if err := it.init(data, file, blockOff, true); err != nil {
-		return pointIndex{}, err
-	}
-	var px pointIndex
-	px.ends = make([]uint32, 0, it.numRestarts)
-	px.handles = make([]blockHandle, 0, it.numRestarts)
-	for ok := it.first(); ok; ok = it.next() {
-		h, ok := decodeHandle(it.row.Value)
-		if !ok || !h.within(dataEnd) {
-			return pointIndex{}, corruptf(file, blockOff, "index entry at %d: bad block handle", it.off)
-		}
+func buildPointIndex(data []byte, file string, blockOff int64, dataEnd uint64) (*pointIndex, error) {
+	px := &pointIndex{}
+	err := walkIndex(data, file, blockOff, dataEnd, func(it *blockIter, h blockHandle) error {
 		if uint64(len(px.keys))+uint64(len(it.key)) > 1<<32-1 {
-			return pointIndex{}, corruptf(file, blockOff, "index keys exceed 4 GiB")
+			return corruptf(file, blockOff, "index keys exceed 4 GiB")
 		}
 		px.keys = append(px.keys, it.key...)
 		px.ends = append(px.ends, uint32(len(px.keys)))
 		px.handles = append(px.handles, h)
-	}
-	if it.err != nil {
-		return pointIndex{}, it.err
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if n := px.len(); n > 0 {
 		// Sorted keys: the prefix of the first and last is everyone's.

@@ -15,8 +15,9 @@ package sstable
 // block cache, charge.go) until Close; the raw index block is not kept.
 // A load that fails returns the corruption or I/O error, naming the file and
 // the block's offset, and is tried again by the next caller. Compaction
-// iterators read the index for their own lifetime without pinning it, and
-// never read the filter. Data blocks are read on demand through the block
+// iterators read the index block for their own lifetime, outside the Go
+// heap, without decoding or pinning it (rawindex.go), and never read the
+// filter. Data blocks are read on demand through the block
 // cache.
 
 import (
@@ -129,9 +130,35 @@ func (r *Reader) readProperties() (*Properties, error) {
 	return p, nil
 }
 
-func (r *Reader) readIndex() ([]byte, error) {
+// readIndex reads and checks the index block onto the Go heap.
+func (r *Reader) readIndex() ([]byte, error) { return r.readIndexInto(nil) }
+
+// readIndexBuf reads and checks the index block into a metadata buffer
+// (metabuf.go) that the caller owns and must free. The block is b; it lies
+// in the buffer unless it was too large for a pooled read and stored
+// uncompressed (then it is a Go heap buffer of its own and the returned
+// buffer is empty). On error nothing is left to free.
+func (r *Reader) readIndexBuf() (metaBuf, []byte, error) {
+	var mb metaBuf
+	b, err := r.readIndexInto(func(n int) []byte {
+		mb.free() // never called twice today; free rather than leak if it were
+		mb = newMetaBuf(n)
+		return mb.b
+	})
+	if err != nil || !mb.holds(b) {
+		mb.free()
+	}
+	if err != nil {
+		return metaBuf{}, nil, err
+	}
+	return mb, b, nil
+}
+
+// readIndexInto reads the index block, decoding it into a buffer from
+// alloc, and checks its restart array against the data block count.
+func (r *Reader) readIndexInto(alloc blockAlloc) ([]byte, error) {
 	h := r.footer.index
-	b, err := r.readBlock(h, "index")
+	b, err := r.readBlockInto(h, "index", alloc)
 	if err != nil {
 		return nil, err
 	}
