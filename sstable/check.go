@@ -28,9 +28,11 @@ func (r *Reader) Check() error {
 		return err
 	}
 	idxOff := int64(r.footer.index.offset)
-	if _, err := buildPointIndex(rawIndex, r.name, idxOff, r.dataEnd); err != nil {
+	px, err := buildPointIndex(rawIndex, r.name, idxOff, r.dataEnd)
+	if err != nil {
 		return err
 	}
+	px.unref()
 	filter, err := r.readFilter()
 	if err != nil {
 		return err

@@ -136,13 +136,15 @@ func rawIndexIter(t testing.TB, r *Reader) *blockIter {
 	return &it
 }
 
-// mustIndex returns r's point index, loading it if need be.
+// mustIndex returns r's point index, loading it if need be. It holds no
+// reference: the index is valid until r closes.
 func mustIndex(t testing.TB, r *Reader) *pointIndex {
 	t.Helper()
 	px, err := r.loadedIndex()
 	if err != nil {
 		t.Fatal(err)
 	}
+	px.unref()
 	return px
 }
 

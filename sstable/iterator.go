@@ -140,9 +140,12 @@ func (c *indexCursor) seekGE(ikey []byte) bool {
 // was loaded.
 func (c *indexCursor) handle() blockHandle { return c.h }
 
-// release frees what the cursor's Iterator owns of its index (a raw index
-// block) and empties it.
+// release gives back what the cursor's Iterator holds of its index (its
+// reference to the point index, or its raw index block) and empties it.
 func (c *indexCursor) release() {
+	if c.px != nil {
+		c.px.unref()
+	}
 	if c.raw != nil {
 		c.raw.free()
 	}

@@ -24,13 +24,16 @@ package sstable
 // Each loaded structure is charged to the block cache when it is stored,
 // and Close gives back everything charged, exactly once; a load after
 // Close fails instead of charging memory that nothing would give back.
+// The point index lives outside the Go heap and is reference-counted
+// (pointindex.go): Close drops the Reader's reference, an iterator still
+// open keeps the index until it closes, and a Get or iterator started after
+// Close fails with errReaderClosed.
 
 import (
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 )
 
 // errReaderClosed is returned by a metadata load after Close.
@@ -53,13 +56,19 @@ func (m *lazyMeta) charge(c *Cache, n int64) {
 	c.charge(n)
 }
 
-// close gives back what was charged to c and makes later loads fail.
+// close gives back what was charged to c, drops the Reader's reference to
+// the point index (freeing it unless an iterator or a Get still holds one)
+// and makes later loads fail.
 func (m *lazyMeta) close(c *Cache) {
 	m.mu.Lock()
 	n := m.charged
 	m.charged, m.closed = 0, true
+	px := m.index.Swap(nil)
 	m.mu.Unlock()
 	c.charge(-n)
+	if px != nil {
+		px.unref()
+	}
 }
 
 // lazyLoad returns *p, calling read to fill it (under m.mu, charging the bytes
@@ -86,9 +95,18 @@ func lazyLoad[T any](m *lazyMeta, p *atomic.Pointer[T], c *Cache, name string, r
 	return v, nil
 }
 
-// loadedIndex returns the table's point index, loading it on first use.
+// loadedIndex returns the table's point index, loading it on first use,
+// with a reference taken for the caller, who must unref it when done.
 func (r *Reader) loadedIndex() (*pointIndex, error) {
-	return lazyLoad(&r.meta, &r.meta.index, r.cache, r.name, r.readPointIndex, (*pointIndex).bytes)
+	px, err := lazyLoad(&r.meta, &r.meta.index, r.cache, r.name, r.readPointIndex, (*pointIndex).bytes)
+	if err != nil {
+		return nil, err
+	}
+	if !px.tryRef() {
+		// Close dropped the last reference since the load.
+		return nil, fmt.Errorf("%w: %s", errReaderClosed, r.name)
+	}
+	return px, nil
 }
 
 // loadedFilter returns the table's filter, loading it on first use. The
@@ -102,8 +120,14 @@ func (r *Reader) loadedFilter() (*tableFilter, error) {
 // alone as a rawIndex (rawindex.go), which the caller owns and must free,
 // or, for a block that is not one entry per restart, a private point index.
 func (r *Reader) compactionIndex() (*pointIndex, *rawIndex, error) {
-	if px := r.meta.index.Load(); px != nil {
+	if px := r.meta.index.Load(); px != nil && px.tryRef() {
 		return px, nil, nil
+	}
+	r.meta.mu.Lock()
+	closed := r.meta.closed
+	r.meta.mu.Unlock()
+	if closed {
+		return nil, nil, fmt.Errorf("%w: %s", errReaderClosed, r.name)
 	}
 	mem, b, err := r.readIndexBuf()
 	if err != nil {
@@ -123,19 +147,19 @@ func (r *Reader) compactionIndex() (*pointIndex, *rawIndex, error) {
 	return px, nil, err
 }
 
-// readPointIndex reads, checks and decodes the index block.
+// readPointIndex reads, checks and decodes the index block. The stored
+// block is read outside the Go heap too, and freed once decoded.
 func (r *Reader) readPointIndex() (*pointIndex, error) {
-	b, err := r.readIndex()
+	mem, b, err := r.readIndexBuf()
 	if err != nil {
 		return nil, err
 	}
+	defer mem.free()
 	return buildPointIndex(b, r.name, int64(r.footer.index.offset), r.dataEnd)
 }
 
 // bytes returns the memory px holds.
-func (px *pointIndex) bytes() int64 {
-	return int64(cap(px.keys) + 4*cap(px.ends) + int(unsafe.Sizeof(blockHandle{}))*cap(px.handles) + 8*cap(px.heads))
-}
+func (px *pointIndex) bytes() int64 { return int64(len(px.mem.b)) }
 
 // bytes returns the memory f holds.
 func (f *tableFilter) bytes() int64 {

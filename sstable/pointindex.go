@@ -17,21 +17,41 @@ package sstable
 // bytes of its user key that follow the prefix all separators share,
 // zero-padded, as a big-endian integer. Heads sit in one dense array; a
 // probe compares heads and reads the full key only when they are equal.
+//
+// The arrays hold no pointers, so they are carved from one buffer outside
+// the Go heap (metabuf.go), where a byte of index costs one byte of resident
+// memory rather than about two. Its lifetime is a reference count: the
+// Reader holds one from the load until Close, and each Get and iterator one
+// while it reads; the last to let go frees the buffer, and no new reference
+// can be taken after that.
 
 import (
 	"bytes"
 	"encoding/binary"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/mayflydb/mayfly/format"
 )
 
-// pointIndex is the decoded index of a table.
+// pointIndex is the decoded index of a table. Its arrays are carved from one
+// metadata buffer (metabuf.go: outside the Go heap unless small), laid out
+// heads, handles, ends, keys, so each array is aligned for its type.
+//
+// It is reference-counted: its builder holds the first reference (the
+// Reader, or the compaction iterator a private one is built for) and every
+// user (an iterator, a Get) takes one with tryRef for as long as it reads
+// the arrays. The last unref frees the buffer, exactly once; after that
+// tryRef fails, so no reader can start on freed memory.
 type pointIndex struct {
 	keys    []byte        // separator internal keys, back to back
 	ends    []uint32      // end of key i in keys
 	handles []blockHandle // handle of data block i
 	common  []byte        // the user-key prefix every separator starts with
 	heads   []uint64      // keyHead of each separator's user key
+
+	mem  metaBuf      // the buffer the arrays are carved from
+	refs atomic.Int32 // references; 0 once freed
 }
 
 // keyHead returns the 8 bytes of ukey after its first c (which it must
@@ -43,36 +63,96 @@ func keyHead(ukey []byte, c int) uint64 {
 	return binary.BigEndian.Uint64(b[:])
 }
 
+// carve returns the first n elements of b as a []T and the rest of b. b
+// must be aligned for T and hold them.
+func carve[T uint64 | uint32 | blockHandle](b []byte, n int) ([]T, []byte) {
+	if n == 0 {
+		return nil, b
+	}
+	size := int(unsafe.Sizeof(*new(T)))
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), n), b[n*size:]
+}
+
 // buildPointIndex decodes every entry of the index block data (at blockOff
-// in file) and checks each handle lies before dataEnd.
+// in file) and checks each handle lies before dataEnd. The result holds one
+// reference, the caller's. It makes two passes over data: one to check it
+// and size the buffer, one to fill it.
 func buildPointIndex(data []byte, file string, blockOff int64, dataEnd uint64) (*pointIndex, error) {
-	px := &pointIndex{}
-	err := walkIndex(data, file, blockOff, dataEnd, func(it *blockIter, h blockHandle) error {
-		if uint64(len(px.keys))+uint64(len(it.key)) > 1<<32-1 {
+	var n, keyBytes uint64
+	err := walkIndex(data, file, blockOff, dataEnd, func(it *blockIter, _ blockHandle) error {
+		n++
+		if keyBytes += uint64(len(it.key)); keyBytes > 1<<32-1 {
 			return corruptf(file, blockOff, "index keys exceed 4 GiB")
 		}
-		px.keys = append(px.keys, it.key...)
-		px.ends = append(px.ends, uint32(len(px.keys)))
-		px.handles = append(px.handles, h)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if n := px.len(); n > 0 {
-		// Sorted keys: the prefix of the first and last is everyone's.
-		first, last := px.userKey(0), px.userKey(n-1)
-		c := 0
-		for c < len(first) && c < len(last) && first[c] == last[c] {
-			c++
+	px := &pointIndex{}
+	px.refs.Store(1)
+	if n == 0 {
+		return px, nil
+	}
+	const perEntry = 8 + int(unsafe.Sizeof(blockHandle{})) + 4
+	px.mem = newMetaBuf(int(n)*perEntry + int(keyBytes))
+	rest := px.mem.b
+	px.heads, rest = carve[uint64](rest, int(n))
+	px.handles, rest = carve[blockHandle](rest, int(n))
+	px.ends, rest = carve[uint32](rest, int(n))
+	px.keys = rest[:0:len(rest)]
+	i := 0
+	err = walkIndex(data, file, blockOff, dataEnd, func(it *blockIter, h blockHandle) error {
+		if i == int(n) || len(px.keys)+len(it.key) > cap(px.keys) {
+			return corruptf(file, blockOff, "index block changed while decoded")
 		}
-		px.common = first[:c:c]
-		px.heads = make([]uint64, n)
-		for i := range px.heads {
-			px.heads[i] = keyHead(px.userKey(i), c)
-		}
+		px.keys = append(px.keys, it.key...)
+		px.ends[i] = uint32(len(px.keys))
+		px.handles[i] = h
+		i++
+		return nil
+	})
+	if err == nil && i != int(n) {
+		err = corruptf(file, blockOff, "index block changed while decoded")
+	}
+	if err != nil {
+		px.unref()
+		return nil, err
+	}
+	// Sorted keys: the prefix of the first and last is everyone's.
+	first, last := px.userKey(0), px.userKey(int(n)-1)
+	c := 0
+	for c < len(first) && c < len(last) && first[c] == last[c] {
+		c++
+	}
+	px.common = first[:c:c]
+	for i := range px.heads {
+		px.heads[i] = keyHead(px.userKey(i), c)
 	}
 	return px, nil
+}
+
+// tryRef takes a reference to px for reading its arrays, unless px has been
+// freed; it reports whether it did.
+func (px *pointIndex) tryRef() bool {
+	for {
+		n := px.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if px.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// unref drops a reference; the last one frees the arrays.
+func (px *pointIndex) unref() {
+	if px.refs.Add(-1) != 0 {
+		return
+	}
+	px.keys, px.ends, px.handles, px.common, px.heads = nil, nil, nil, nil, nil
+	px.mem.free()
 }
 
 // userKey returns the user key of separator i.

@@ -80,6 +80,8 @@ func TestCompactionIterRawIndex(t *testing.T) {
 			defer user.Close()
 			r := openTable(t, data, nil)
 			defer r.Close()
+			ui := user.NewIter() // loads user's point index
+			defer ui.Close()
 			b0, n0 := manual.Allocated()
 			ci := r.NewCompactionIter()
 			it := ci.(*Iterator)
@@ -89,9 +91,7 @@ func TestCompactionIterRawIndex(t *testing.T) {
 			if b, n := manualDelta(b0, n0); n != 1 || b < minOffHeapMeta {
 				t.Fatalf("open compaction iterator holds %d manual buffers of %d bytes, want 1", n, b)
 			}
-			ui := user.NewIter()
 			sameMoves(t, ci, ui, rows)
-			ui.Close()
 			if r.meta.index.Load() != nil {
 				t.Fatal("the compaction iterator loaded the Reader's index")
 			}

@@ -368,6 +368,7 @@ func (r *Reader) GetAfterFilter(ukey []byte, seq uint64) (row format.Row, ref Bl
 	}
 	var b blockRef
 	defer func() {
+		px.unref()
 		// Drop references to the block before pooling.
 		gs.data.data, gs.data.key, gs.data.row = nil, nil, format.Row{}
 		r.getPool.Put(gs)
