@@ -1,0 +1,147 @@
+package memtable
+
+import (
+	"unsafe"
+
+	"github.com/mayflydb/mayfly/internal/manual"
+)
+
+// Freezing. A memtable that will take no more writes (the engine rotated
+// it, and it waits for or undergoes its flush) no longer needs a B-tree:
+// Freeze copies its entries, in internal-key order, into one sorted array
+// outside the Go heap and hands the tree's nodes to the Pool's free list at
+// once, so the next memtable's tree grows into them while this one is being
+// flushed. Without it, while a flush runs the Go heap holds two memtables'
+// trees (the flushing one and the growing one) plus what the free list
+// keeps; with it, one tree plus 24 bytes per frozen row outside the heap,
+// which costs its size in resident memory once rather than up to twice (a
+// tree row is about 36 heap bytes, see indexOverhead).
+//
+// The array is read exactly as the tree was: Get and iterators reach it
+// through ascendFrom and its siblings (entry.go), which binary-search it
+// with the same comparison, under the same read lock. An iterator opened
+// before the freeze keeps working: it restarts every refill from a stored
+// entry, and every stored entry is in the array. The array is mapped with
+// internal/manual and freed with the arena, at the last Unref.
+
+// entrySize is the bytes of one entry in a frozen array.
+const entrySize = int(unsafe.Sizeof(entry{}))
+
+// Freeze makes the memtable read-only and replaces its B-tree with a
+// sorted array outside the Go heap; the tree's nodes go back to the pool
+// (see above). Reads return the same rows before, during and after the
+// switch, and readers and iterators may run concurrently with it. A write
+// after Freeze panics, and so does Freeze after the last Unref; Freeze of a
+// frozen memtable does nothing (a concurrent second call may return before
+// the first one has switched). The caller holds a reference.
+func (m *Memtable) Freeze() {
+	m.lock()
+	if m.sealed { // frozen, or being frozen by another call
+		m.mu.Unlock()
+		return
+	}
+	m.sealed = true // no write from here on: the tree is stable
+	n := m.tree.Len()
+	m.mu.Unlock()
+
+	// Copy under the read lock: readers go on meanwhile.
+	var buf []byte
+	var ents []entry
+	if n > 0 {
+		buf = newIndexBuf(n * entrySize)
+		ents = unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(buf))), n)
+		m.rlock()
+		i := 0
+		m.tree.Descend(func(e entry) bool { // the tree is reversed: see treeLess
+			ents[i] = e
+			i++
+			return true
+		})
+		m.mu.RUnlock()
+		if i != n {
+			panic("memtable: tree changed while freezing")
+		}
+	}
+
+	m.mu.Lock()
+	tree := m.tree
+	m.tree, m.frozen, m.frozenBuf = nil, ents, buf
+	m.mu.Unlock()
+	// No reader can reach tree any more; an open pool takes its nodes.
+	if m.pool.open() {
+		tree.Clear(true)
+	}
+}
+
+// Frozen reports whether Freeze has replaced the memtable's tree.
+func (m *Memtable) Frozen() bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.sealed
+}
+
+// newIndexBuf maps n bytes for a frozen array, counted in arenaBytes.
+func newIndexBuf(n int) []byte {
+	arenaBytes.Add(int64(n))
+	return manual.NewResident(n)
+}
+
+// freeIndex frees the frozen array, if any. Caller holds mu for writing
+// and the last reference.
+func (m *Memtable) freeIndex() {
+	if m.frozenBuf != nil {
+		arenaBytes.Add(-int64(len(m.frozenBuf)))
+		manual.Free(m.frozenBuf)
+	}
+	m.frozen, m.frozenBuf = nil, nil
+}
+
+// lowerBound returns the index of the first frozen entry >= p. Caller
+// holds mu.
+func (m *Memtable) lowerBound(p entry) int {
+	lo, hi := 0, len(m.frozen)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if m.less(m.frozen[mid], p) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// upperBound returns the index of the first frozen entry > p. Caller holds
+// mu.
+func (m *Memtable) upperBound(p entry) int {
+	lo, hi := 0, len(m.frozen)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if !m.less(p, m.frozen[mid]) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// walkUp calls fn on the frozen entries from index i up until fn returns
+// false. Caller holds mu.
+func (m *Memtable) walkUp(i int, fn func(entry) bool) {
+	for ; i < len(m.frozen); i++ {
+		if !fn(m.frozen[i]) {
+			return
+		}
+	}
+}
+
+// walkDown calls fn on the frozen entries from index i down until fn
+// returns false. Caller holds mu.
+func (m *Memtable) walkDown(i int, fn func(entry) bool) {
+	for ; i >= 0; i-- {
+		if !fn(m.frozen[i]) {
+			return
+		}
+	}
+}
