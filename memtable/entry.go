@@ -130,7 +130,7 @@ func (m *Memtable) ascendAll(fn func(entry) bool) {
 // until fn returns false. Caller holds mu.
 func (m *Memtable) descendAll(fn func(entry) bool) {
 	if m.tree == nil {
-		m.walkDown(len(m.frozen)-1, fn)
+		m.walkDown(m.frozenLen-1, fn)
 		return
 	}
 	m.tree.Ascend(fn)

@@ -2,8 +2,6 @@ package memtable
 
 import (
 	"unsafe"
-
-	"github.com/mayflydb/mayfly/internal/manual"
 )
 
 // Freezing. A memtable that will take no more writes (the engine rotated
@@ -21,11 +19,18 @@ import (
 // through ascendFrom and its siblings (entry.go), which binary-search it
 // with the same comparison, under the same read lock. An iterator opened
 // before the freeze keeps working: it restarts every refill from a stored
-// entry, and every stored entry is in the array. The array is mapped with
-// internal/manual and freed with the arena, at the last Unref.
+// entry, and every stored entry is in the array. The array lives in arena
+// chunks (see chunkEntries) and is freed with the arena, at the last Unref.
 
 // entrySize is the bytes of one entry in a frozen array.
 const entrySize = int(unsafe.Sizeof(entry{}))
+
+// chunkEntries is how many entries one arena chunk holds. The frozen array
+// is carved from whole arena chunks taken from the memtable's Pool (or
+// mapped fresh when it has none), chunkEntries to a chunk, and the last
+// Unref hands them back with the arena's: a freeze maps nothing while the
+// pool holds chunks, and the pool's chunks serve as index and arena alike.
+const chunkEntries = arenaChunk / entrySize
 
 // Freeze makes the memtable read-only and replaces its B-tree with a
 // sorted array outside the Go heap; the tree's nodes go back to the pool
@@ -45,27 +50,27 @@ func (m *Memtable) Freeze() {
 	m.mu.Unlock()
 
 	// Copy under the read lock: readers go on meanwhile.
-	var buf []byte
-	var ents []entry
-	if n > 0 {
-		buf = newIndexBuf(n * entrySize)
-		ents = unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(buf))), n)
-		m.rlock()
-		i := 0
-		m.tree.Descend(func(e entry) bool { // the tree is reversed: see treeLess
-			ents[i] = e
-			i++
-			return true
-		})
-		m.mu.RUnlock()
-		if i != n {
-			panic("memtable: tree changed while freezing")
-		}
+	chunks := make([][]entry, (n+chunkEntries-1)/chunkEntries)
+	bufs := make([][]byte, len(chunks))
+	for i := range chunks {
+		bufs[i] = m.pool.get()
+		chunks[i] = unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(bufs[i]))), chunkEntries)
+	}
+	m.rlock()
+	i := 0
+	m.tree.Descend(func(e entry) bool { // the tree is reversed: see treeLess
+		chunks[i/chunkEntries][i%chunkEntries] = e
+		i++
+		return true
+	})
+	m.mu.RUnlock()
+	if i != n {
+		panic("memtable: tree changed while freezing")
 	}
 
 	m.mu.Lock()
 	tree := m.tree
-	m.tree, m.frozen, m.frozenBuf = nil, ents, buf
+	m.tree, m.frozen, m.frozenLen, m.frozenBufs = nil, chunks, n, bufs
 	m.mu.Unlock()
 	// No reader can reach tree any more; an open pool takes its nodes.
 	if m.pool.open() {
@@ -73,36 +78,30 @@ func (m *Memtable) Freeze() {
 	}
 }
 
-// Frozen reports whether Freeze has replaced the memtable's tree.
+// Frozen reports whether Freeze has been called.
 func (m *Memtable) Frozen() bool {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.sealed
 }
 
-// newIndexBuf maps n bytes for a frozen array, counted in arenaBytes.
-func newIndexBuf(n int) []byte {
-	arenaBytes.Add(int64(n))
-	return manual.NewResident(n)
+// freeIndex hands the frozen array's chunks to the pool, which keeps or
+// frees them. Caller holds mu for writing and the last reference.
+func (m *Memtable) freeIndex() {
+	m.pool.release(m.frozenBufs)
+	m.frozen, m.frozenLen, m.frozenBufs = nil, 0, nil
 }
 
-// freeIndex frees the frozen array, if any. Caller holds mu for writing
-// and the last reference.
-func (m *Memtable) freeIndex() {
-	if m.frozenBuf != nil {
-		arenaBytes.Add(-int64(len(m.frozenBuf)))
-		manual.Free(m.frozenBuf)
-	}
-	m.frozen, m.frozenBuf = nil, nil
-}
+// at returns frozen entry i. Caller holds mu.
+func (m *Memtable) at(i int) entry { return m.frozen[i/chunkEntries][i%chunkEntries] }
 
 // lowerBound returns the index of the first frozen entry >= p. Caller
 // holds mu.
 func (m *Memtable) lowerBound(p entry) int {
-	lo, hi := 0, len(m.frozen)
+	lo, hi := 0, m.frozenLen
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if m.less(m.frozen[mid], p) {
+		if m.less(m.at(mid), p) {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -114,10 +113,10 @@ func (m *Memtable) lowerBound(p entry) int {
 // upperBound returns the index of the first frozen entry > p. Caller holds
 // mu.
 func (m *Memtable) upperBound(p entry) int {
-	lo, hi := 0, len(m.frozen)
+	lo, hi := 0, m.frozenLen
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if !m.less(p, m.frozen[mid]) {
+		if !m.less(p, m.at(mid)) {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -129,8 +128,8 @@ func (m *Memtable) upperBound(p entry) int {
 // walkUp calls fn on the frozen entries from index i up until fn returns
 // false. Caller holds mu.
 func (m *Memtable) walkUp(i int, fn func(entry) bool) {
-	for ; i < len(m.frozen); i++ {
-		if !fn(m.frozen[i]) {
+	for ; i < m.frozenLen; i++ {
+		if !fn(m.at(i)) {
 			return
 		}
 	}
@@ -140,7 +139,7 @@ func (m *Memtable) walkUp(i int, fn func(entry) bool) {
 // returns false. Caller holds mu.
 func (m *Memtable) walkDown(i int, fn func(entry) bool) {
 	for ; i >= 0; i-- {
-		if !fn(m.frozen[i]) {
+		if !fn(m.at(i)) {
 			return
 		}
 	}

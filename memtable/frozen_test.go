@@ -79,8 +79,8 @@ func TestFrozenReadsMatchTree(t *testing.T) {
 		fillRandom(tree, rand.New(rand.NewSource(seed)), 3000)
 		before := readAll(frozen, seed, 800)
 		frozen.Freeze()
-		if !frozen.Frozen() || tree.Frozen() || frozen.tree != nil || len(frozen.frozen) != frozen.Len() {
-			t.Fatalf("seed %d: after Freeze tree=%v, %d frozen entries for %d rows", seed, frozen.tree != nil, len(frozen.frozen), frozen.Len())
+		if !frozen.Frozen() || tree.Frozen() || frozen.tree != nil || frozen.frozenLen != frozen.Len() {
+			t.Fatalf("seed %d: after Freeze tree=%v, %d frozen entries for %d rows", seed, frozen.tree != nil, frozen.frozenLen, frozen.Len())
 		}
 		after, want := readAll(frozen, seed, 800), readAll(tree, seed, 800)
 		if len(after) < 2*len(ref) {
@@ -219,9 +219,9 @@ func TestFreezeMemoryAndWrites(t *testing.T) {
 	}
 	fresh, m := fillCountingMallocs(pool, rows)
 	arena := ArenaBytes() - a0
-	m.Freeze()
-	if got := ArenaBytes() - a0 - arena; got != int64(len(rows)*entrySize) {
-		t.Fatalf("frozen array takes %d bytes, want %d", got, len(rows)*entrySize)
+	m.Freeze() // the pool is empty: the array takes one fresh chunk
+	if got := ArenaBytes() - a0 - arena; got != arenaChunk || pool.Stats().Fresh != 2 {
+		t.Fatalf("frozen array of %d rows took %d bytes (%d fresh chunks in all), want one chunk", len(rows), got, pool.Stats().Fresh)
 	}
 	mustPanic(t, "Add to a frozen memtable", func() { m.Add(&format.Row{Key: []byte("x"), Seq: 9999}) })
 	mustPanic(t, "ApplyBatch to a frozen memtable", func() { _ = m.ApplyBatch(batchOf(9999, "x", "y")) })
@@ -241,10 +241,21 @@ func TestFreezeMemoryAndWrites(t *testing.T) {
 	if r, ok := m.Get(fmt.Appendf(nil, "k%08d", 7919), format.MaxSeq); !ok || r.Seq != 2 {
 		t.Fatalf("frozen Get while a reader holds a reference = %v, %v", r.Seq, ok)
 	}
-	m.Unref() // the last reference
-	if m.frozen != nil || m.frozenBuf != nil {
+	m.Unref() // the last reference: its arena and index chunks go to the pool
+	if m.frozen != nil || m.frozenBufs != nil {
 		t.Fatal("the last Unref kept the frozen array")
 	}
+	if st := pool.Stats(); st.Pooled != 2 {
+		t.Fatalf("pool holds %d chunks after the frozen memtable's release, want its 2", st.Pooled)
+	}
+	// A freeze while the pool holds chunks maps nothing.
+	before := ArenaBytes()
+	_, third := fillCountingMallocs(pool, rows)
+	third.Freeze()
+	if st := pool.Stats(); ArenaBytes() != before || st.Fresh != 3 || st.Pooled != 0 {
+		t.Fatalf("filling and freezing from a pool of 2 chunks: %+v, arena grew %d", st, ArenaBytes()-before)
+	}
+	third.Unref()
 	mustPanic(t, "Get after release", func() { m.Get([]byte("k"), format.MaxSeq) })
 	mustPanic(t, "Freeze after release", m.Freeze)
 
@@ -258,5 +269,62 @@ func TestFreezeMemoryAndWrites(t *testing.T) {
 	pool.Close()
 	if b, n := manual.Allocated(); b != b0 || n != n0 || ArenaBytes() != a0 {
 		t.Fatalf("after the last Unref and Close: %d bytes in %d buffers allocated, %d arena bytes", b-b0, n-n0, ArenaBytes()-a0)
+	}
+}
+
+// TestFrozenAcrossIndexChunks freezes more rows than one chunk of the
+// frozen array holds, and walks, seeks and gets around the chunk boundary
+// against a twin B-tree.
+func TestFrozenAcrossIndexChunks(t *testing.T) {
+	n := chunkEntries + 1000
+	key := func(i int) []byte { return fmt.Appendf(nil, "%07d", i) }
+	frozen, tree := New(1), New(2)
+	defer frozen.Unref()
+	defer tree.Unref()
+	for _, m := range []*Memtable{frozen, tree} {
+		for i := range n {
+			m.Add(&format.Row{Key: key(i), Seq: uint64(i + 1)})
+		}
+	}
+	frozen.Freeze()
+	if len(frozen.frozen) != 2 {
+		t.Fatalf("%d rows frozen into %d chunks, want 2", n, len(frozen.frozen))
+	}
+	fi, ti := frozen.NewIter(), tree.NewIter()
+	defer fi.Close()
+	defer ti.Close()
+	steps := 0
+	for ok := fi.First(); ok; ok = fi.Next() {
+		if !bytes.Equal(fi.Row().Key, key(steps)) {
+			t.Fatalf("row %d is %q", steps, fi.Row().Key)
+		}
+		steps++
+	}
+	if steps != n {
+		t.Fatalf("walk saw %d rows, want %d", steps, n)
+	}
+	for _, b := range []int{0, 1, chunkEntries - 2, chunkEntries - 1, chunkEntries, chunkEntries + 1, n - 1, n} {
+		k := key(b)
+		gr, gok := frozen.Get(k, format.MaxSeq)
+		wr, wok := tree.Get(k, format.MaxSeq)
+		if gok != wok || (gok && !sameRow(&gr, &wr)) {
+			t.Fatalf("Get(%s): frozen %q,%v tree %q,%v", k, gr.Key, gok, wr.Key, wok)
+		}
+		for _, seek := range []func(format.Iterator) bool{
+			func(it format.Iterator) bool { return it.SeekGE(k) },
+			func(it format.Iterator) bool { return it.SeekLT(k) },
+		} {
+			fok, tok := seek(fi), seek(ti)
+			for j := 0; j < 4; j++ {
+				if fok != tok || (fok && !sameRow(fi.Row(), ti.Row())) {
+					t.Fatalf("around %s, step %d: frozen %v %q, tree %v %q", k, j, fok, fi.Row().Key, tok, ti.Row().Key)
+				}
+				if j%2 == 0 {
+					fok, tok = fi.Next(), ti.Next()
+				} else {
+					fok, tok = fi.Prev(), ti.Prev()
+				}
+			}
+		}
 	}
 }

@@ -49,14 +49,16 @@ const btreeDegree = 32
 type Memtable struct {
 	mu   sync.RWMutex
 	tree *btree.BTreeG[entry] // the index; nil once frozen (frozen.go)
-	// frozen is the index of a frozen memtable: its entries in ascending
-	// internal-key order, in frozenBuf (internal/manual). Guarded by mu.
-	frozen    []entry
-	frozenBuf []byte
-	sealed    bool     // Freeze was called: writes panic; guarded by mu
-	chunks    [][]byte // the arena; see arena.go
-	cur       int      // index of the chunk being filled, -1 before the first
-	curLen    int      // bytes used in chunks[cur]
+	// frozen is the index of a frozen memtable: its frozenLen entries in
+	// ascending internal-key order, chunkEntries per chunk, carved from
+	// the arena chunks frozenBufs (frozen.go). Guarded by mu.
+	frozen     [][]entry
+	frozenLen  int
+	frozenBufs [][]byte
+	sealed     bool     // Freeze was called: writes panic; guarded by mu
+	chunks     [][]byte // the arena; see arena.go
+	cur        int      // index of the chunk being filled, -1 before the first
+	curLen     int      // bytes used in chunks[cur]
 	// pool is where arena chunks and tree nodes come from and go back
 	// to; nil: none.
 	pool *Pool
