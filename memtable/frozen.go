@@ -68,9 +68,10 @@ func (m *Memtable) Freeze() {
 		panic("memtable: tree changed while freezing")
 	}
 
+	fences := buildFences(chunks, n)
 	m.mu.Lock()
 	tree := m.tree
-	m.tree, m.frozen, m.frozenLen, m.frozenBufs = nil, chunks, n, bufs
+	m.tree, m.frozen, m.frozenLen, m.frozenBufs, m.fences = nil, chunks, n, bufs, fences
 	m.mu.Unlock()
 	// No reader can reach tree any more; an open pool takes its nodes.
 	if m.pool.open() {
@@ -89,16 +90,69 @@ func (m *Memtable) Frozen() bool {
 // frees them. Caller holds mu for writing and the last reference.
 func (m *Memtable) freeIndex() {
 	m.pool.release(m.frozenBufs)
-	m.frozen, m.frozenLen, m.frozenBufs = nil, 0, nil
+	m.frozen, m.frozenLen, m.frozenBufs, m.fences = nil, 0, nil, nil
 }
 
 // at returns frozen entry i. Caller holds mu.
 func (m *Memtable) at(i int) entry { return m.frozen[i/chunkEntries][i%chunkEntries] }
 
+// fenceShift sets the spacing of a frozen array's fences: fences[j] is the
+// k0 of entry j<<fenceShift. A search first narrows the array to the run
+// of 32-entry blocks whose first 8 key bytes can match, with integer
+// compares over a small dense slice that stays in cache, and only then
+// compares entries (which may touch the arena) within that run. Entries
+// are in internal-key order, so their k0 never decreases: every entry
+// with k0 below the search key's sorts before it, every one above after.
+const fenceShift = 5
+
+// buildFences returns the fences of the n entries in chunks, which no
+// reader can reach yet.
+//
+// The fences cost 8 heap bytes per 32 rows (10 KiB for an 8 MiB memtable
+// of 100-byte values).
+func buildFences(chunks [][]entry, n int) []uint64 {
+	fences := make([]uint64, (n+1<<fenceShift-1)>>fenceShift)
+	for j := range fences {
+		i := j << fenceShift
+		fences[j] = chunks[i/chunkEntries][i%chunkEntries].k0
+	}
+	return fences
+}
+
+// fenceRange returns [lo, hi), the part of the frozen array that holds
+// every entry whose k0 equals k0, and the position where such entries
+// would be. Caller holds mu.
+func (m *Memtable) fenceRange(k0 uint64) (lo, hi int) {
+	f := m.fences
+	// a: the first fence >= k0; entries before block a-1 have k0 < k0.
+	a, b := 0, len(f)
+	for a < b {
+		mid := int(uint(a+b) >> 1)
+		if f[mid] < k0 {
+			a = mid + 1
+		} else {
+			b = mid
+		}
+	}
+	// c: the first fence > k0; entries from block c on have k0 > k0.
+	c, d := a, len(f)
+	for c < d {
+		mid := int(uint(c+d) >> 1)
+		if f[mid] <= k0 {
+			c = mid + 1
+		} else {
+			d = mid
+		}
+	}
+	lo = max(a-1, 0) << fenceShift
+	hi = min(c<<fenceShift, m.frozenLen)
+	return lo, hi
+}
+
 // lowerBound returns the index of the first frozen entry >= p. Caller
 // holds mu.
 func (m *Memtable) lowerBound(p entry) int {
-	lo, hi := 0, m.frozenLen
+	lo, hi := m.fenceRange(p.k0)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if m.less(m.at(mid), p) {
@@ -113,7 +167,7 @@ func (m *Memtable) lowerBound(p entry) int {
 // upperBound returns the index of the first frozen entry > p. Caller holds
 // mu.
 func (m *Memtable) upperBound(p entry) int {
-	lo, hi := 0, m.frozenLen
+	lo, hi := m.fenceRange(p.k0)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if !m.less(p, m.at(mid)) {

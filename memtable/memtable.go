@@ -55,6 +55,7 @@ type Memtable struct {
 	frozen     [][]entry
 	frozenLen  int
 	frozenBufs [][]byte
+	fences     []uint64 // see fenceShift
 	sealed     bool     // Freeze was called: writes panic; guarded by mu
 	chunks     [][]byte // the arena; see arena.go
 	cur        int      // index of the chunk being filled, -1 before the first
