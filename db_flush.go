@@ -3,6 +3,7 @@ package mayfly
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mayflydb/mayfly/compaction"
@@ -76,12 +77,27 @@ func (db *DB) flushLoop() {
 				break
 			}
 			m := db.imm[0]
+			frozen := slices.Clone(db.imm)
 			db.mu.Unlock()
+			freezeAll(frozen)
 			if err := db.flushMemtable(m); err != nil {
 				db.setBackgroundError(fmt.Errorf("flush: %w", err))
 				break
 			}
 		}
+	}
+}
+
+// freezeAll replaces the B-tree of each immutable memtable with a sorted
+// array outside the Go heap (memtable.Freeze), if not done yet: the tree's
+// nodes go to the memtable pool, where the active memtable grows into them
+// while the flush runs, instead of the heap holding two trees at once. It
+// runs on the flush goroutine, off the commit path; the memtables stay
+// readable throughout, and are held by db.imm, which only this goroutine
+// shrinks.
+func freezeAll(imm []*memtable.Memtable) {
+	for _, m := range imm {
+		m.Freeze()
 	}
 }
 

@@ -21,8 +21,9 @@ func TestMemtableChunksReusedAcrossRotations(t *testing.T) {
 		o.DisableAutoCompaction = true
 	})
 	// Each round fills a memtable's arena to 2 chunks (1500 rows of about
-	// 1 KB) without reaching MemtableSize, then flushes it.
-	const rounds, rows, chunksPerRound = 8, 1500, 2
+	// 1 KB) without reaching MemtableSize, then flushes it; the flush's
+	// freeze takes one more chunk for the frozen array (memtable.Freeze).
+	const rounds, rows, chunksPerRound = 8, 1500, 2 + 1
 	val := bytes.Repeat([]byte{'v'}, 1000)
 	for r := range rounds {
 		for i := range rows {

@@ -98,19 +98,43 @@ func (m *Memtable) treeLess(a, b entry) bool { return m.less(b, a) }
 
 // ascendFrom calls fn on the entries at or after p in internal-key order,
 // ascending, until fn returns false. Caller holds mu.
-func (m *Memtable) ascendFrom(p entry, fn func(entry) bool) { m.tree.DescendLessOrEqual(p, fn) }
+func (m *Memtable) ascendFrom(p entry, fn func(entry) bool) {
+	if m.tree == nil {
+		m.walkUp(m.lowerBound(p), fn)
+		return
+	}
+	m.tree.DescendLessOrEqual(p, fn)
+}
 
 // descendFrom calls fn on the entries at or before p in internal-key order,
 // descending, until fn returns false. Caller holds mu.
-func (m *Memtable) descendFrom(p entry, fn func(entry) bool) { m.tree.AscendGreaterOrEqual(p, fn) }
+func (m *Memtable) descendFrom(p entry, fn func(entry) bool) {
+	if m.tree == nil {
+		m.walkDown(m.upperBound(p)-1, fn)
+		return
+	}
+	m.tree.AscendGreaterOrEqual(p, fn)
+}
 
 // ascendAll calls fn on every entry in internal-key order, ascending, until
 // fn returns false. Caller holds mu.
-func (m *Memtable) ascendAll(fn func(entry) bool) { m.tree.Descend(fn) }
+func (m *Memtable) ascendAll(fn func(entry) bool) {
+	if m.tree == nil {
+		m.walkUp(0, fn)
+		return
+	}
+	m.tree.Descend(fn)
+}
 
 // descendAll calls fn on every entry in internal-key order, descending,
 // until fn returns false. Caller holds mu.
-func (m *Memtable) descendAll(fn func(entry) bool) { m.tree.Ascend(fn) }
+func (m *Memtable) descendAll(fn func(entry) bool) {
+	if m.tree == nil {
+		m.walkDown(m.frozenLen-1, fn)
+		return
+	}
+	m.tree.Ascend(fn)
+}
 
 // sameKey reports whether a and b carry the same user key. Caller holds mu.
 func (m *Memtable) sameKey(a, b entry) bool {

@@ -6,7 +6,8 @@
 // append-only arena of byte chunks (arena.go). An entry carries the key's
 // first 16 bytes as two integers and its length, so most comparisons never
 // touch the arena, and the garbage collector never scans the tree's nodes or
-// the arena. It accepts writes from one goroutine at a time (the engine's
+// the arena. Once the memtable takes no more writes, Freeze swaps the tree
+// for a sorted array of the same entries outside the Go heap (frozen.go). It accepts writes from one goroutine at a time (the engine's
 // commit leader) while any number of readers and iterators run concurrently. Rows are never removed, so a
 // reader that filters by sequence number sees a consistent view.
 //
@@ -46,11 +47,19 @@ const btreeDegree = 32
 // Memtable is an ordered in-memory set of rows. It is safe for concurrent use
 // by one writer and many readers.
 type Memtable struct {
-	mu     sync.RWMutex
-	tree   *btree.BTreeG[entry]
-	chunks [][]byte // the arena; see arena.go
-	cur    int      // index of the chunk being filled, -1 before the first
-	curLen int      // bytes used in chunks[cur]
+	mu   sync.RWMutex
+	tree *btree.BTreeG[entry] // the index; nil once frozen (frozen.go)
+	// frozen is the index of a frozen memtable: its frozenLen entries in
+	// ascending internal-key order, chunkEntries per chunk, carved from
+	// the arena chunks frozenBufs (frozen.go). Guarded by mu.
+	frozen     [][]entry
+	frozenLen  int
+	frozenBufs [][]byte
+	fences     []uint64 // see fenceShift
+	sealed     bool     // Freeze was called: writes panic; guarded by mu
+	chunks     [][]byte // the arena; see arena.go
+	cur        int      // index of the chunk being filled, -1 before the first
+	curLen     int      // bytes used in chunks[cur]
 	// pool is where arena chunks and tree nodes come from and go back
 	// to; nil: none.
 	pool *Pool
@@ -110,10 +119,11 @@ func (m *Memtable) Unref() {
 		m.mu.Lock()
 		m.released = true
 		m.freeArena()
+		m.freeIndex()
 		// Drop the index too: a holder of a stale pointer to m (a closed
 		// iterator the caller keeps) must not pin tens of MB of tree nodes.
 		// An open pool takes the nodes back for the next memtable's tree.
-		if m.pool.open() {
+		if m.tree != nil && m.pool.open() {
 			m.tree.Clear(true)
 		}
 		m.tree = nil
@@ -137,6 +147,15 @@ func (m *Memtable) lock() {
 	if m.released {
 		m.mu.Unlock()
 		panic("memtable: write after the last Unref")
+	}
+}
+
+// wlock is lock for an insert: it also panics if the memtable is frozen.
+func (m *Memtable) wlock() {
+	m.lock()
+	if m.sealed {
+		m.mu.Unlock()
+		panic("memtable: write to a frozen memtable")
 	}
 }
 
@@ -192,7 +211,7 @@ func (m *Memtable) Empty() bool { return m.rows.Load() == 0 }
 // decoded from a checksummed WAL record); a malformed batch returns an error
 // and may leave a prefix of its rows inserted, so callers validate first.
 func (m *Memtable) ApplyBatch(data []byte) error {
-	m.lock()
+	m.wlock()
 	defer m.mu.Unlock()
 	return m.applyLocked(data)
 }
@@ -203,7 +222,7 @@ func (m *Memtable) ApplyBatch(data []byte) error {
 // batch (see ApplyBatch) it stops there with an error, that batch possibly
 // inserted in part.
 func (m *Memtable) ApplyBatches(batches [][]byte) (int, error) {
-	m.lock()
+	m.wlock()
 	defer m.mu.Unlock()
 	for i, data := range batches {
 		if err := m.applyLocked(data); err != nil {
@@ -236,7 +255,7 @@ func (m *Memtable) applyLocked(data []byte) error {
 
 // Add inserts one row, copying its key and value.
 func (m *Memtable) Add(r *format.Row) {
-	m.lock()
+	m.wlock()
 	defer m.mu.Unlock()
 	m.noteExpiry(r)
 	m.size.Add(m.insert(r))

@@ -207,18 +207,7 @@ func TestPoolReusesTreeNodes(t *testing.T) {
 		rows[i] = format.Row{Key: fmt.Appendf(nil, "k%08d", rng.Intn(1e8)), Seq: uint64(i + 1), Value: []byte("v")}
 	}
 	pool := NewPool(8 << 20)
-	// mallocs returns the heap allocations of filling a memtable of pool,
-	// and the memtable.
-	mallocs := func() (uint64, *Memtable) {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		m := NewPooled(1, pool)
-		for i := range rows {
-			m.Add(&rows[i])
-		}
-		runtime.ReadMemStats(&after)
-		return after.Mallocs - before.Mallocs, m
-	}
+	mallocs := func() (uint64, *Memtable) { return fillCountingMallocs(pool, rows) }
 	fresh, m := mallocs()
 	m.Unref()
 	reused, m := mallocs()
@@ -236,4 +225,17 @@ func TestPoolReusesTreeNodes(t *testing.T) {
 	if closed*2 < fresh {
 		t.Fatalf("after Close a memtable made %d allocations, want about the %d of a fresh one", closed, fresh)
 	}
+}
+
+// fillCountingMallocs fills a new memtable of pool with rows and returns
+// the heap allocations that took, and the memtable.
+func fillCountingMallocs(pool *Pool, rows []format.Row) (uint64, *Memtable) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	m := NewPooled(1, pool)
+	for i := range rows {
+		m.Add(&rows[i])
+	}
+	runtime.ReadMemStats(&after)
+	return after.Mallocs - before.Mallocs, m
 }
