@@ -45,6 +45,10 @@ type Local struct {
 	// madeDirs caches the subdirectories known to exist (and to be
 	// durable in their parents), keyed by slash-separated relative path.
 	madeDirs sync.Map
+
+	// objectBufs recycles the write buffers of this Local's object
+	// writers; Close frees the idle ones.
+	objectBufs *manual.FreeList
 }
 
 var _ Storage = (*Local)(nil)
@@ -65,7 +69,7 @@ func NewLocal(dir string) (*Local, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("mayfly/storage: %s is not a directory", dir)
 	}
-	return &Local{dir: dir}, nil
+	return &Local{dir: dir, objectBufs: manual.NewFreeList(objectWriteBuf, objectBufsIdle)}, nil
 }
 
 // Dir returns the directory the storage lives in.
@@ -156,7 +160,7 @@ func (l *Local) Create(name string) (ObjectWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &localObjectWriter{f: f, buf: objectBufs.Get()[:0], final: l.path(name)}, nil
+	return &localObjectWriter{f: f, bufs: l.objectBufs, buf: l.objectBufs.Get()[:0], final: l.path(name)}, nil
 }
 
 // objectWriteBuf is how many bytes a local object writer gathers before
@@ -165,38 +169,38 @@ func (l *Local) Create(name string) (ObjectWriter, error) {
 // CPU time.
 const objectWriteBuf = 256 << 10
 
-// objectBufsIdle is how many object write buffers objectBufs keeps for
+// objectBufsIdle is how many object write buffers a Local keeps for
 // reuse: one for a flush and one for a compaction writing at the same time.
+//
+// The buffers live outside the Go heap (internal/manual), where a buffer
+// costs the pages written to it rather than up to twice its size under the
+// garbage collector's heap goal. A sync.Pool cannot free manual memory, so
+// they sit in a bounded free list (Local.objectBufs) instead: a table write
+// takes one and gives it back at Commit or Abort; one given back while
+// objectBufsIdle are already idle is unmapped at once, and the idle ones
+// are unmapped by Local.Close, so that a table write does not map and fault
+// in a new buffer. An open Local holds at most objectBufsIdle *
+// objectWriteBuf (512 KiB) of idle buffers.
 const objectBufsIdle = 2
 
-// objectBufs recycles the write buffers of local object writers. They live
-// outside the Go heap (internal/manual), where a buffer costs the pages
-// written to it rather than up to twice its size under the garbage
-// collector's heap goal. A sync.Pool cannot free manual memory, so the
-// buffers sit in a bounded free list instead: a table write takes one and
-// gives it back at Commit or Abort; one given back while objectBufsIdle are
-// already idle is unmapped at once, and the idle ones are never unmapped,
-// so that a table write does not map and fault in a new buffer. They hold
-// at most objectBufsIdle*objectWriteBuf (512 KiB) of resident memory for
-// the life of the process.
-var objectBufs = manual.NewFreeList(objectWriteBuf, objectBufsIdle)
-
-// localObjectWriter gathers writes in buf (a buffer from objectBufs) and
+// localObjectWriter gathers writes in buf (a buffer from bufs) and
 // writes it to f when it is full, at Commit, or directly when a write is
 // at least a whole buffer long.
 type localObjectWriter struct {
 	f     *os.File
+	bufs  *manual.FreeList
 	buf   []byte // bytes not yet written to f; nil after Commit or Abort
 	final string
 	done  bool
 	err   error // first write error; Commit refuses after one
 }
 
-// releaseBuf returns the write buffer to objectBufs; buffered bytes not yet
-// written are dropped. w.buf is cleared, so the buffer is given back once.
+// releaseBuf returns the write buffer to its free list; buffered bytes not
+// yet written are dropped. w.buf is cleared, so the buffer is given back
+// once.
 func (w *localObjectWriter) releaseBuf() {
 	if w.buf != nil {
-		objectBufs.Put(w.buf)
+		w.bufs.Put(w.buf)
 		w.buf = nil
 	}
 }
@@ -633,6 +637,11 @@ func (k *localLock) Close() error {
 	return nil
 }
 
-// Close implements Storage. Local holds no resources of its own (readers,
-// writers and locks are released by their own Close), so this is a no-op.
-func (l *Local) Close() error { return nil }
+// Close implements Storage. It frees the idle object write buffers (an
+// object writer still open frees its buffer at its Commit or Abort);
+// readers, writers and locks are released by their own Close. The Local
+// remains usable.
+func (l *Local) Close() error {
+	l.objectBufs.Close()
+	return nil
+}

@@ -66,12 +66,13 @@ func TestLocalObjectWriterFreesBuffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	b0, n0 := manualInUse()
+	ib0, in0 := manual.Idle()
 	check := func(when string) {
 		t.Helper()
 		if b, n := manualInUse(); b != b0 || n != n0 {
 			t.Fatalf("%s: %d manual bytes in %d buffers in use, want %d in %d", when, b, n, b0, n0)
 		}
-		if _, n := manual.Idle(); n > objectBufsIdle {
+		if _, n := manual.Idle(); n-in0 > objectBufsIdle {
 			t.Fatalf("%s: %d idle buffers, want at most %d", when, n, objectBufsIdle)
 		}
 	}
@@ -130,5 +131,14 @@ func TestLocalObjectWriterFreesBuffer(t *testing.T) {
 	check("after a failed write and Commit")
 	if _, err := os.Stat(filepath.Join(l.Dir(), "sst", "failed")); !os.IsNotExist(err) {
 		t.Fatalf("failed object exists: %v", err)
+	}
+	// Close frees the idle buffers: nothing is left, idle or in use.
+	a0, c0 := manual.Allocated()
+	ib, in := manual.Idle()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if a, c := manual.Allocated(); a != a0-(ib-ib0) || c != c0-(in-in0) {
+		t.Fatalf("Close left %d bytes in %d buffers allocated, want %d in %d", a, c, a0-(ib-ib0), c0-(in-in0))
 	}
 }

@@ -22,15 +22,16 @@ func Idle() (bytes, count int64) {
 // needs a buffer per operation (a table write) maps memory once rather than
 // once per operation. It keeps at most Max idle buffers; a buffer Put when
 // the list is full is freed at once, so the list's idle memory is bounded by
-// Max*Size bytes. Idle buffers are never freed otherwise: the list trades
-// that bounded amount of resident memory for no system call per Get. A
-// FreeList is safe for concurrent use; its zero value is not usable.
+// Max*Size bytes. Idle buffers are otherwise freed only by Close: the list
+// trades that bounded amount of resident memory for no system call per Get.
+// A FreeList is safe for concurrent use; its zero value is not usable.
 type FreeList struct {
 	size int
 	max  int
 
-	mu   sync.Mutex
-	idle [][]byte
+	mu     sync.Mutex
+	idle   [][]byte
+	closed bool
 }
 
 // NewFreeList returns a FreeList of buffers of size bytes that keeps at most
@@ -72,7 +73,7 @@ func (l *FreeList) Put(b []byte) {
 	}
 	b = b[:l.size]
 	l.mu.Lock()
-	if len(l.idle) < l.max {
+	if !l.closed && len(l.idle) < l.max {
 		l.idle = append(l.idle, b)
 		l.mu.Unlock()
 		idleBytes.Add(int64(len(b)))
@@ -81,4 +82,20 @@ func (l *FreeList) Put(b []byte) {
 	}
 	l.mu.Unlock()
 	Free(b)
+}
+
+// Close frees the idle buffers; buffers Put afterwards are freed at once
+// rather than kept, so after Close the list holds no memory. Get still
+// works. Close is idempotent.
+func (l *FreeList) Close() {
+	l.mu.Lock()
+	idle := l.idle
+	l.idle = nil
+	l.closed = true
+	l.mu.Unlock()
+	for _, b := range idle {
+		idleBytes.Add(-int64(len(b)))
+		idleBuffers.Add(-1)
+		Free(b)
+	}
 }

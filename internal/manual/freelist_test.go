@@ -134,3 +134,22 @@ func TestCarver(t *testing.T) {
 		t.Fatalf("after reuse and FreeAll: %d bytes, %d buffers", b, n)
 	}
 }
+
+func TestFreeListClose(t *testing.T) {
+	b0, n0 := Allocated()
+	ib0, in0 := Idle()
+	l := NewFreeList(4096, 4)
+	x, y := l.Get(), l.Get()
+	l.Put(x)
+	l.Close()
+	if ib, in := Idle(); ib != ib0 || in != in0 {
+		t.Fatalf("Idle after Close = %d bytes, %d buffers, want %d, %d", ib, in, ib0, in0)
+	}
+	l.Put(y) // after Close: freed, not kept
+	z := l.Get()
+	l.Put(z)
+	l.Close()
+	if b, n := Allocated(); b != b0 || n != n0 {
+		t.Fatalf("after Close: %d bytes, %d buffers allocated, want %d, %d", b, n, b0, n0)
+	}
+}
