@@ -214,6 +214,9 @@ func (db *DB) writeTables(ci *compaction.Iterator, splitAt int64) ([]*tableFile,
 		lastKey []byte
 	)
 	fail := func(err error) ([]*tableFile, error) {
+		if w != nil {
+			w.Abort() // frees its off-heap filter memory; no-op after Finish
+		}
 		if obj != nil {
 			obj.Abort()
 		}

@@ -195,12 +195,14 @@ func BenchmarkFilterWriter(b *testing.B) {
 	var live float64
 	for b.Loop() {
 		before := heapmeter.Live(b)
-		f := &filterWriter{bitsPerKey: 10}
+		f := newFilterWriter(10)
 		for i := range n {
 			f.add(keys[16*i : 16*i+16])
 		}
 		live = float64(heapmeter.Live(b)-before) / n
-		if _, err := f.build(); err != nil {
+		_, err := f.build()
+		f.release()
+		if err != nil {
 			b.Fatal(err)
 		}
 	}

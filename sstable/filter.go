@@ -40,6 +40,8 @@ import (
 	"unsafe"
 
 	"github.com/bits-and-blooms/bloom/v3"
+
+	"github.com/mayflydb/mayfly/internal/manual"
 )
 
 const (
@@ -135,33 +137,47 @@ func (f *blockedFilter) mayContain(ukey []byte) bool {
 // slice grown by appending: a grown slice carries up to a quarter of spare
 // capacity and, while it is copied, holds old and new arrays at once (about
 // 2.25 times the hashes); a flush of a 16 MiB memtable adds about 70k keys.
-// Chunks cost 8 bytes per key plus at most one partly filled chunk, and are
-// not pooled: a pooled array survives the next garbage collection and
-// counts as live heap at its mark (which sets the heap goal), while the
-// allocation it would save is under 1 MiB per table.
+// Chunks cost 8 bytes per key plus at most one partly filled chunk. They
+// are carved from slabs outside the Go heap (internal/manual), where they
+// cost their own size in resident memory rather than up to twice that under
+// the garbage collector's heap goal; release frees the slabs, once, when
+// the table is finished or abandoned (Writer.Finish, Writer.Abort).
 type filterWriter struct {
 	bitsPerKey int
-	full       [][]uint64 // filled chunks, each of filterChunkHashes hashes
-	cur        []uint64   // the chunk being filled
-	n          uint64     // hashes added (distinct keys)
-	last       []byte     // copy of the last key added, to skip its versions
+	chunks     *manual.Carver // backs full and cur; nil after release
+	full       [][]uint64     // filled chunks, each of filterChunkHashes hashes
+	cur        []uint64       // the chunk being filled
+	n          uint64         // hashes added (distinct keys)
+	last       []byte         // copy of the last key added, to skip its versions
 }
 
-// filterChunkHashes is the number of hashes per chunk: 32 KiB, the largest
-// allocation Go serves from a size class without rounding up to pages.
+// filterChunkHashes is the number of hashes per chunk: 32 KiB.
 const filterChunkHashes = 4096
+
+// filterChunksPerSlab is how many chunks share one mapping: a slab of
+// 256 KiB serves about 32k keys, so a flush maps memory a few times rather
+// than once per 4096 keys. A slab's untouched pages take no memory.
+const filterChunksPerSlab = 8
 
 // maxFilterBits is the most bits a blocked filter can have: its line
 // count is a u32.
 const maxFilterBits = math.MaxUint32 * blockedLineBits
 
 func newFilterWriter(bitsPerKey int) *filterWriter {
-	return &filterWriter{bitsPerKey: bitsPerKey}
+	return &filterWriter{
+		bitsPerKey: bitsPerKey,
+		chunks:     manual.NewCarver(filterChunkHashes*8, filterChunksPerSlab),
+	}
 }
 
-// release drops f's hashes; f must not be used after.
+// release frees f's hashes; f must not be used after. It is the only place
+// the chunks are freed, and it clears every reference to them first.
 func (f *filterWriter) release() {
 	f.full, f.cur, f.last = nil, nil, nil
+	if f.chunks != nil {
+		f.chunks.FreeAll()
+		f.chunks = nil
+	}
 }
 
 // add records ukey; consecutive duplicates (versions of a key) count once.
@@ -173,7 +189,8 @@ func (f *filterWriter) add(ukey []byte) {
 		if f.cur != nil {
 			f.full = append(f.full, f.cur)
 		}
-		f.cur = make([]uint64, 0, filterChunkHashes)
+		b := f.chunks.Get() // page-aligned slabs: 8-byte aligned
+		f.cur = unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(b))), filterChunkHashes)[:0]
 	}
 	f.cur = append(f.cur, filterHash(ukey))
 	f.n++

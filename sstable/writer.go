@@ -192,15 +192,34 @@ func (w *Writer) flushData() error {
 	return nil
 }
 
+// Abort abandons the table: it releases the Writer's buffers outside the Go
+// heap (the filter's key hashes) without writing anything more; the caller
+// aborts the underlying writer. Abort after Finish or Abort does nothing. A
+// Writer must end with Finish or Abort: one dropped without either keeps
+// its filter memory mapped.
+func (w *Writer) Abort() {
+	w.done = true
+	w.releaseFilter()
+}
+
+// releaseFilter frees the filter's hashes, once: w.filter is cleared.
+func (w *Writer) releaseFilter() {
+	if w.filter != nil {
+		w.filter.release()
+		w.filter = nil
+	}
+}
+
 // Finish writes the pending data block, the filter, properties and index
 // blocks and the footer, and returns the table's properties (Size is the
-// file's size). The Writer cannot be used afterwards; the caller closes or
-// commits the underlying writer.
+// file's size). The Writer cannot be used afterwards, whether Finish
+// succeeded or not; the caller closes or commits the underlying writer.
 func (w *Writer) Finish() (*Properties, error) {
 	if w.done {
 		return nil, errFinished
 	}
 	w.done = true
+	defer w.releaseFilter() // on every path, including errors
 	if w.err != nil {
 		return nil, w.err
 	}
@@ -211,8 +230,7 @@ func (w *Writer) Finish() (*Properties, error) {
 	ft.version = FormatVersion
 	if w.filter != nil {
 		b, err := w.filter.build()
-		w.filter.release() // build copied what it needs into b
-		w.filter = nil
+		w.releaseFilter() // build copied what it needs into b
 		if err != nil {
 			return nil, err
 		}

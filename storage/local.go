@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/mayflydb/mayfly/internal/manual"
 )
 
 // Local is a Storage backed by a directory of the local file system.
@@ -44,6 +45,10 @@ type Local struct {
 	// madeDirs caches the subdirectories known to exist (and to be
 	// durable in their parents), keyed by slash-separated relative path.
 	madeDirs sync.Map
+
+	// objectBufs recycles the write buffers of this Local's object
+	// writers; Close frees the idle ones.
+	objectBufs *manual.FreeList
 }
 
 var _ Storage = (*Local)(nil)
@@ -64,7 +69,7 @@ func NewLocal(dir string) (*Local, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("mayfly/storage: %s is not a directory", dir)
 	}
-	return &Local{dir: dir}, nil
+	return &Local{dir: dir, objectBufs: manual.NewFreeList(objectWriteBuf, objectBufsIdle)}, nil
 }
 
 // Dir returns the directory the storage lives in.
@@ -155,13 +160,7 @@ func (l *Local) Create(name string) (ObjectWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	bw, _ := objectBufPool.Get().(*bufio.Writer)
-	if bw == nil {
-		bw = bufio.NewWriterSize(f, objectWriteBuf)
-	} else {
-		bw.Reset(f)
-	}
-	return &localObjectWriter{f: f, bw: bw, final: l.path(name)}, nil
+	return &localObjectWriter{f: f, bufs: l.objectBufs, buf: l.objectBufs.Get()[:0], final: l.path(name)}, nil
 }
 
 // objectWriteBuf is how many bytes a local object writer gathers before
@@ -170,25 +169,56 @@ func (l *Local) Create(name string) (ObjectWriter, error) {
 // CPU time.
 const objectWriteBuf = 256 << 10
 
-// objectBufPool recycles the write buffers of finished object writers.
-var objectBufPool sync.Pool // *bufio.Writer
+// objectBufsIdle is how many object write buffers a Local keeps for
+// reuse: one for a flush and one for a compaction writing at the same time.
+//
+// The buffers live outside the Go heap (internal/manual), where a buffer
+// costs the pages written to it rather than up to twice its size under the
+// garbage collector's heap goal. A sync.Pool cannot free manual memory, so
+// they sit in a bounded free list (Local.objectBufs) instead: a table write
+// takes one and gives it back at Commit or Abort; one given back while
+// objectBufsIdle are already idle is unmapped at once, and the idle ones
+// are unmapped by Local.Close, so that a table write does not map and fault
+// in a new buffer. An open Local holds at most objectBufsIdle *
+// objectWriteBuf (512 KiB) of idle buffers.
+const objectBufsIdle = 2
 
+// localObjectWriter gathers writes in buf (a buffer from bufs) and
+// writes it to f when it is full, at Commit, or directly when a write is
+// at least a whole buffer long.
 type localObjectWriter struct {
 	f     *os.File
-	bw    *bufio.Writer // nil after Commit or Abort
+	bufs  *manual.FreeList
+	buf   []byte // bytes not yet written to f; nil after Commit or Abort
 	final string
 	done  bool
 	err   error // first write error; Commit refuses after one
 }
 
-// releaseBuf returns the write buffer to the pool; buffered bytes not yet
-// written are dropped.
+// releaseBuf returns the write buffer to its free list; buffered bytes not
+// yet written are dropped. w.buf is cleared, so the buffer is given back
+// once.
 func (w *localObjectWriter) releaseBuf() {
-	if w.bw != nil {
-		w.bw.Reset(nil)
-		objectBufPool.Put(w.bw)
-		w.bw = nil
+	if w.buf != nil {
+		w.bufs.Put(w.buf)
+		w.buf = nil
 	}
+}
+
+// flushBuf writes the buffered bytes to the file.
+func (w *localObjectWriter) flushBuf() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	n, err := w.f.Write(w.buf)
+	if err == nil && n != len(w.buf) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return err
+	}
+	w.buf = w.buf[:0]
+	return nil
 }
 
 func (w *localObjectWriter) Write(p []byte) (int, error) {
@@ -198,12 +228,33 @@ func (w *localObjectWriter) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
-	n, err := w.bw.Write(p)
-	if err != nil {
-		w.err = fmt.Errorf("mayfly/storage: write %s: %w", w.f.Name(), err)
-		return n, w.err
+	written := 0
+	for len(p) > 0 {
+		var err error
+		if len(w.buf) == 0 && len(p) >= cap(w.buf) {
+			// A whole buffer or more: skip the copy.
+			var n int
+			n, err = w.f.Write(p)
+			written += n
+			p = p[n:]
+			if err == nil && len(p) > 0 {
+				err = io.ErrShortWrite
+			}
+		} else {
+			n := copy(w.buf[len(w.buf):cap(w.buf)], p)
+			w.buf = w.buf[:len(w.buf)+n]
+			written += n
+			p = p[n:]
+			if len(w.buf) == cap(w.buf) {
+				err = w.flushBuf()
+			}
+		}
+		if err != nil {
+			w.err = fmt.Errorf("mayfly/storage: write %s: %w", w.f.Name(), err)
+			return written, w.err
+		}
 	}
-	return n, nil
+	return written, nil
 }
 
 func (w *localObjectWriter) Commit() error {
@@ -218,7 +269,7 @@ func (w *localObjectWriter) Commit() error {
 		return err
 	}
 	if w.err == nil {
-		if err := w.bw.Flush(); err != nil {
+		if err := w.flushBuf(); err != nil {
 			w.err = fmt.Errorf("mayfly/storage: write %s: %w", tmp, err)
 		}
 	}
@@ -586,6 +637,11 @@ func (k *localLock) Close() error {
 	return nil
 }
 
-// Close implements Storage. Local holds no resources of its own (readers,
-// writers and locks are released by their own Close), so this is a no-op.
-func (l *Local) Close() error { return nil }
+// Close implements Storage. It frees the idle object write buffers (an
+// object writer still open frees its buffer at its Commit or Abort);
+// readers, writers and locks are released by their own Close. The Local
+// remains usable.
+func (l *Local) Close() error {
+	l.objectBufs.Close()
+	return nil
+}

@@ -66,8 +66,10 @@ import (
 	"hash/crc32"
 	"io"
 	"sync"
+	"unsafe"
 
 	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/internal/manual"
 	"github.com/mayflydb/mayfly/storage"
 )
 
@@ -121,13 +123,14 @@ func AppendRecord(dst, payload []byte) []byte {
 func RecordLen(n int) int { return RecordHeaderSize + n }
 
 // maxPending bounds the bytes appended but not yet handed to the log; an
-// Append beyond it waits for the flusher. Each Writer has two such buffers
-// (one filling while the flusher writes the other). A buffer starts at
-// pendingCap and, the first time the flusher lags far enough for it to need
-// more, is grown to exactly maxPending, never beyond (a single larger write
-// into an empty buffer gets a buffer of its own, dropped after its write).
-// So the WAL's share of the heap is 2*pendingCap for a light writer and at
-// most 2*maxPending.
+// Append beyond it waits for the flusher. Each Writer has two buffers of
+// maxPending bytes (one filling while the flusher writes the other),
+// mapped outside the Go heap (internal/manual) at the first Write and
+// unmapped by Close, so they cost their touched pages of resident memory
+// rather than up to twice their size under the garbage collector's heap
+// goal; a light writer that never fills a buffer touches only the pages it
+// uses. A single write larger than maxPending into an empty buffer gets a
+// Go heap buffer of its own, dropped after its write.
 //
 // On a loaded 2-core machine (load average 7-8) a million-row fillrandom
 // or fillbatch waited for the flusher 20-63 times (20-175 ms in all) at
@@ -154,12 +157,13 @@ type Writer struct {
 	mu       sync.Mutex
 	work     *sync.Cond // to the flusher: bytes are pending, a write ended, or closing
 	progress *sync.Cond // to waiters: a write to lw ended
-	pending  []byte     // appended, not yet written
-	spare    []byte
-	writing  bool  // a write to lw is in progress (flusher or WriteSync)
-	appended int64 // bytes appended, header included
-	written  int64 // bytes handed to lw
-	err      error // sticky: after a failed write the segment's tail is unknown
+	pending  []byte     // appended, not yet written; nil until the next append
+	own      [2][]byte  // the manual buffers (nil until needed), freed by Close
+	idle     [][]byte   // own buffers in use by nobody
+	writing  bool       // a write to lw is in progress (flusher or WriteSync)
+	appended int64      // bytes appended, header included
+	written  int64      // bytes handed to lw
+	err      error      // sticky: after a failed write the segment's tail is unknown
 	closing  bool
 	done     chan struct{}
 }
@@ -175,20 +179,38 @@ func CreateLog(s storage.Storage, name string) (storage.LogWriter, error) {
 	return s.CreateLog(name)
 }
 
-// pendingCap is the initial capacity of a Writer's two pending buffers.
-const pendingCap = 256 << 10
+// takeBuf returns an empty buffer of maxPending bytes for appends: an idle
+// own buffer, or a newly mapped one. It is called only while pending is nil,
+// when at most one own buffer (the one being written) is in use, so one of
+// the two is idle or not yet mapped. The caller holds mu.
+func (w *Writer) takeBuf() []byte {
+	if n := len(w.idle); n > 0 {
+		b := w.idle[n-1]
+		w.idle[n-1] = nil
+		w.idle = w.idle[:n-1]
+		return b[:0]
+	}
+	for i, b := range w.own {
+		if b == nil {
+			w.own[i] = manual.New(maxPending)
+			return w.own[i][:0]
+		}
+	}
+	panic("wal: both pending buffers in use") // see above: cannot happen
+}
 
-// bufPool recycles the pending buffers of closed Writers, so that a new
-// segment does not allocate its buffers afresh. Only buffers of pendingCap
-// to maxPending bytes are pooled; one grown by an oversized write is dropped.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, pendingCap); return &b }}
-
-func getBuf() []byte { return (*bufPool.Get().(*[]byte))[:0] }
-
-func putBuf(b []byte) {
-	if cap(b) >= pendingCap && cap(b) <= maxPending {
-		b = b[:0]
-		bufPool.Put(&b)
+// recycle takes back a buffer that no longer holds pending bytes: an own
+// buffer becomes idle, a one-off Go heap buffer is dropped. The caller
+// holds mu.
+func (w *Writer) recycle(b []byte) {
+	if b == nil || cap(b) != maxPending {
+		return
+	}
+	for _, o := range w.own {
+		if o != nil && unsafe.SliceData(o) == unsafe.SliceData(b) {
+			w.idle = append(w.idle, b[:0])
+			return
+		}
 	}
 }
 
@@ -196,9 +218,10 @@ func putBuf(b []byte) {
 // log, and returns a Writer appending to it. The header is not synced until
 // the first Sync.
 func NewWriter(lw storage.LogWriter, segNum uint64) (*Writer, error) {
-	// The pending buffers are taken at the first Write: a DB that only
-	// reads keeps an open segment and need not hold 2*pendingCap for it.
+	// The pending buffers are mapped at the first Write: a DB that only
+	// reads keeps an open segment and need not hold them.
 	w := &Writer{lw: lw, done: make(chan struct{})}
+	w.idle = make([][]byte, 0, len(w.own))
 	w.work = sync.NewCond(&w.mu)
 	w.progress = sync.NewCond(&w.mu)
 	hdr := AppendHeader(make([]byte, 0, HeaderSize), segNum)
@@ -240,7 +263,7 @@ func (w *Writer) flushLoop() {
 // is released during the write, and no write is in progress.
 func (w *Writer) writePending() {
 	buf := w.pending
-	w.pending = w.spare[:0]
+	w.pending = nil // the next append takes the other buffer
 	w.writing = true
 	w.mu.Unlock()
 	n, err := w.lw.Write(buf)
@@ -250,11 +273,7 @@ func (w *Writer) writePending() {
 	w.mu.Lock()
 	w.writing = false
 	w.written += int64(n)
-	if cap(buf) <= maxPending {
-		w.spare = buf[:0]
-	} else {
-		w.spare = nil // grown by an oversized write: let it go
-	}
+	w.recycle(buf)
 	if err != nil && w.err == nil {
 		w.err = fmt.Errorf("wal: write failed, segment is no longer writable: %w", err)
 	}
@@ -292,15 +311,19 @@ func (w *Writer) appendLocked(records []byte) error {
 	if w.closing {
 		return errors.New("wal: writer is closed")
 	}
-	if w.pending == nil {
-		w.pending = getBuf() // the first Write, or the flusher holds the other buffer
+	if len(records) > maxPending {
+		// The wait left pending empty: the records get a Go heap buffer
+		// of their own, dropped after its write.
+		w.recycle(w.pending)
+		w.pending = append(make([]byte, 0, len(records)), records...)
+	} else {
+		if w.pending == nil {
+			w.pending = w.takeBuf()
+		}
+		// The wait guarantees the records fit, so append never moves an
+		// own buffer to the Go heap.
+		w.pending = append(w.pending, records...)
 	}
-	if n := len(w.pending) + len(records); n > cap(w.pending) && n <= maxPending {
-		// Grow to maxPending at once rather than by append's steps, which
-		// would overshoot it.
-		w.pending = append(make([]byte, 0, maxPending), w.pending...)
-	}
-	w.pending = append(w.pending, records...)
 	w.appended += int64(len(records))
 	return nil
 }
@@ -385,11 +408,16 @@ func (w *Writer) Close() error {
 	if err == nil {
 		w.err = errors.New("wal: writer is closed")
 	}
-	// The flusher has exited and every later Write fails, so nothing
-	// refers to the buffers any more.
-	putBuf(w.pending)
-	putBuf(w.spare)
-	w.pending, w.spare = nil, nil
+	// The flusher has exited with nothing pending and no write in
+	// progress (or after a failed one), and every later call fails before
+	// it touches a buffer (w.err is set), so nothing refers to the own
+	// buffers any more: this is their only Free, and a second Close
+	// returns above.
+	w.pending, w.idle = nil, nil
+	for i, b := range w.own {
+		manual.Free(b)
+		w.own[i] = nil
+	}
 	w.mu.Unlock()
 	if cerr := w.lw.Close(); err == nil {
 		err = cerr

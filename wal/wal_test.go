@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/internal/manual"
 	"github.com/mayflydb/mayfly/storage"
 )
 
@@ -633,8 +634,10 @@ func TestWritesAroundMaxPending(t *testing.T) {
 }
 
 // TestWriterBuffersTakenOnFirstWrite: a Writer that is never written to
-// holds no pending buffer; written to, it uses at most two.
+// maps no pending buffer; written to, it maps at most two, outside the Go
+// heap, and Close unmaps them.
 func TestWriterBuffersTakenOnFirstWrite(t *testing.T) {
+	b0, n0 := manual.Allocated()
 	lw, err := storage.NewMem().CreateLog("000001.wal")
 	if err != nil {
 		t.Fatal(err)
@@ -643,11 +646,8 @@ func TestWriterBuffersTakenOnFirstWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.mu.Lock()
-	idle := w.pending != nil || w.spare != nil
-	w.mu.Unlock()
-	if idle {
-		t.Fatal("a Writer not yet written to holds a pending buffer")
+	if b, n := manual.Allocated(); b != b0 || n != n0 {
+		t.Fatalf("a Writer not yet written to maps %d bytes in %d buffers", b-b0, n-n0)
 	}
 	rec := AppendRecord(nil, []byte("row"))
 	for range 100 {
@@ -661,31 +661,41 @@ func TestWriterBuffersTakenOnFirstWrite(t *testing.T) {
 	if got, want := w.Size(), int64(HeaderSize+100*len(rec)); got != want {
 		t.Fatalf("size %d after 100 records, want %d", got, want)
 	}
-	w.mu.Lock()
-	bufs := 0
-	for _, b := range [][]byte{w.pending, w.spare} {
-		if cap(b) > 0 {
-			bufs++
-		}
-	}
-	w.mu.Unlock()
-	if bufs == 0 {
-		t.Fatal("a written Writer holds no buffer")
+	if b, n := manual.Allocated(); n-n0 < 1 || n-n0 > 2 || b-b0 != (n-n0)*maxPending {
+		t.Fatalf("a written Writer maps %d bytes in %d buffers, want 1 or 2 of %d", b-b0, n-n0, maxPending)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	checkManualFreed(t, b0, n0)
+	if err := w.Close(); err == nil {
+		t.Fatal("second Close succeeded")
+	}
+	if err := w.Write(rec); err == nil {
+		t.Fatal("Write after Close succeeded")
+	}
+	checkManualFreed(t, b0, n0)
 }
 
-// TestOversizedWriteBufferNotKept: a write larger than maxPending gets a
-// buffer larger than maxPending for that one write; once it has been
-// handed to the log the Writer must not keep that buffer, so that its two
-// buffers stay within 2*maxPending for the segment's life.
+// checkManualFreed fails t unless manual memory is back to b0 bytes in n0
+// buffers.
+func checkManualFreed(t *testing.T, b0, n0 int64) {
+	t.Helper()
+	if b, n := manual.Allocated(); b != b0 || n != n0 {
+		t.Fatalf("manual memory %d bytes in %d buffers, want %d in %d", b, n, b0, n0)
+	}
+}
+
+// TestOversizedWriteBufferNotKept: a write larger than maxPending gets a Go
+// heap buffer for that one write; once it has been handed to the log the
+// Writer must not keep that buffer, and its own two buffers stay the only
+// ones mapped.
 func TestOversizedWriteBufferNotKept(t *testing.T) {
+	b0, n0 := manual.Allocated()
 	w := newTestWriter(t, storage.NewMem(), "wal/000010.wal")
 	big := AppendRecord(nil, make([]byte, 3*maxPending))
 	small := AppendRecord(nil, []byte("row"))
-	for _, rec := range [][]byte{big, small, big, small} {
+	for _, rec := range [][]byte{big, small, big, small, small, big} {
 		if err := w.Write(rec); err != nil {
 			t.Fatal(err)
 		}
@@ -694,14 +704,93 @@ func TestOversizedWriteBufferNotKept(t *testing.T) {
 		}
 	}
 	w.mu.Lock()
-	pc, sc := cap(w.pending), cap(w.spare)
+	pc := cap(w.pending)
+	idle := len(w.idle)
 	w.mu.Unlock()
-	if pc > maxPending || sc > maxPending {
-		t.Fatalf("after oversized writes the buffers have capacities %d and %d, want at most %d", pc, sc, maxPending)
+	if pc > maxPending || idle > 2 {
+		t.Fatalf("after oversized writes the pending buffer has capacity %d and %d buffers are idle, want at most %d and 2", pc, idle, maxPending)
+	}
+	if b, n := manual.Allocated(); n-n0 > 2 || b-b0 != (n-n0)*maxPending {
+		t.Fatalf("oversized writes left %d manual bytes in %d buffers", b-b0, n-n0)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	checkManualFreed(t, b0, n0)
+}
+
+// TestWriterFreesBuffersOnErrorAndPendingClose: the pending buffers are
+// unmapped exactly once by Close after a failed write, after a failed sync,
+// and when Close is called while the flusher is still writing one buffer
+// and the other holds records.
+func TestWriterFreesBuffersOnErrorAndPendingClose(t *testing.T) {
+	rec := AppendRecord(nil, make([]byte, 1000))
+	t.Run("write error", func(t *testing.T) {
+		b0, n0 := manual.Allocated()
+		fl := &failLog{}
+		w, err := NewWriter(fl, testSeg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl.failWrite = true
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err == nil {
+			t.Fatal("Flush after a failed write succeeded")
+		}
+		if err := w.Write(rec); err == nil {
+			t.Fatal("Write after a failed write succeeded")
+		}
+		if err := w.Close(); err == nil {
+			t.Fatal("Close after a failed write succeeded")
+		}
+		checkManualFreed(t, b0, n0)
+	})
+	t.Run("sync error", func(t *testing.T) {
+		b0, n0 := manual.Allocated()
+		fl := &failLog{failSync: true}
+		w, err := NewWriter(fl, testSeg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteSync(rec); err == nil {
+			t.Fatal("WriteSync with a failing sync succeeded")
+		}
+		w.Close()
+		checkManualFreed(t, b0, n0)
+	})
+	t.Run("close while writing", func(t *testing.T) {
+		b0, n0 := manual.Allocated()
+		g := &gateLog{entered: make(chan struct{}, 8), gate: make(chan struct{})}
+		w, err := NewWriter(g, testSeg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		<-g.entered // the flusher holds the first buffer
+		for range 10 {
+			if err := w.Write(rec); err != nil { // into the second buffer
+				t.Fatal(err)
+			}
+		}
+		closed := make(chan error)
+		go func() { closed <- w.Close() }()
+		// Close cannot free while the flusher writes: the buffers stay.
+		if b, n := manual.Allocated(); n-n0 != 2 || b-b0 != 2*maxPending {
+			t.Fatalf("during Close: %d manual bytes in %d buffers, want 2 of %d", b-b0, n-n0, maxPending)
+		}
+		close(g.gate)
+		if err := <-closed; err != nil {
+			t.Fatal(err)
+		}
+		if g.writes != 3 {
+			t.Fatalf("%d log writes, want 3 (header, first record, the other ten)", g.writes)
+		}
+		checkManualFreed(t, b0, n0)
+	})
 }
 
 // gateLog is a LogWriter whose writes after the first (the segment header)
@@ -722,9 +811,8 @@ func (g *gateLog) Write(p []byte) (int, error) {
 }
 
 // TestPendingBufferGrowsToMaxPending: while the flusher is stuck in a write,
-// appends fill the other buffer past pendingCap; it must be grown to
-// exactly maxPending, not by append's own growth steps, which would
-// overshoot it (and the Writer would then drop it after its write).
+// appends fill the other buffer up to maxPending, its fixed capacity: append
+// must never outgrow it (which would move the pending bytes to the Go heap).
 func TestPendingBufferGrowsToMaxPending(t *testing.T) {
 	g := &gateLog{entered: make(chan struct{}, 8), gate: make(chan struct{})}
 	w, err := NewWriter(g, testSeg)
