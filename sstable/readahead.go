@@ -26,13 +26,14 @@ package sstable
 //     checked to lie within the data blocks when the point index was built,
 //     pointindex.go.)
 //   - Blocks read ahead are checked (CRC) and decoded like any other, on the
-//     fetching goroutine: for an iterator that fills the cache, straight
-//     into slab memory (cache.go), so that reaching a block hands it to the
-//     cache without a copy. They enter the block cache only when the
-//     iterator reaches them, so read-ahead caches nothing a scan without it
-//     would not have cached; blocks fetched but never reached are freed
-//     with their window (by the fetching goroutine if it is still running
-//     when the window is dropped).
+//     fetching goroutine, straight into the cache's slab memory (cache.go)
+//     when there is a cache, so that reaching a block hands it to the cache
+//     without a copy. They enter the block cache only when the iterator
+//     reaches them, so read-ahead caches nothing a scan without it would
+//     not have cached; a compaction iterator's blocks never enter it, and
+//     are freed when the iterator moves past them. Blocks fetched but never
+//     reached are freed with their window (by the fetching goroutine if it
+//     is still running when the window is dropped).
 //   - An error reading or checking a fetched block surfaces at the iterator
 //     when it reaches that block, where reading the block alone would have
 //     reported it; a short read fails only the blocks it cut off.
@@ -125,9 +126,8 @@ func (r *Reader) fetchWindow(w *raWindow, c *Cache) {
 	defer w.fetchDone()
 	first, last := w.handles[0], w.handles[len(w.handles)-1]
 	start := first.offset
-	bp := getWindowBuf(int(last.offset + last.length + trailerLen - start))
-	defer putWindowBuf(bp) // decodeBlock copies every block out of it
-	buf := *bp
+	buf := getWindowBuf(int(last.offset + last.length + trailerLen - start))
+	defer putWindowBuf(buf) // decodeBlock copies every block out of it
 	n, err := r.f.ReadAt(buf, int64(start))
 	w.blocks = make([][]byte, len(w.handles))
 	w.errs = make([]error, len(w.handles))
@@ -156,10 +156,12 @@ func (r *Reader) fetchWindow(w *raWindow, c *Cache) {
 	}
 }
 
-// fillCache returns the cache that blocks read ahead by it are decoded
-// for, or nil if they stay on the Go heap.
-func (it *Iterator) fillCache() *Cache {
-	if c := it.r.cache; !it.noFill && c != nil && c.c != nil && !c.closed.Load() {
+// slabCache returns the cache into whose slab memory blocks read ahead by
+// it are decoded, or nil if they stay on the Go heap (no cache, or a closed
+// one). A compaction iterator's blocks are decoded there too, but never
+// inserted: each is freed when the iterator moves past it.
+func (it *Iterator) slabCache() *Cache {
+	if c := it.r.cache; c.usable() {
 		return c
 	}
 	return nil
@@ -250,7 +252,7 @@ func (it *Iterator) readBlock(h blockHandle, forward bool) (blockRef, error) {
 		return r.readDataBlock(h, !it.noFill)
 	}
 	ra.grow(it.raMax)
-	r.fetchWindow(w, it.fillCache())
+	r.fetchWindow(w, it.slabCache())
 	ra.cur.drop()
 	ra.next.drop()
 	ra.cur, ra.next = w, nil
@@ -296,6 +298,11 @@ func (it *Iterator) take(w *raWindow, i int) (blockRef, error) {
 		if b, err = it.r.dataBlock(w.handles[i], !it.noFill); err != nil {
 			return blockRef{}, err
 		}
+	case cb != nil && it.noFill:
+		// The window's reference passes to the iterator, which frees the
+		// block when it moves past it.
+		w.taken[i] = true
+		b = blockRef{b: cb.buf.B, c: cb}
 	case cb != nil:
 		w.taken[i] = true
 		b = it.r.cache.insert(cacheKey{id: it.r.cacheID, off: w.handles[i].offset}, cb)
@@ -322,7 +329,7 @@ func (it *Iterator) prefetch() {
 		return
 	}
 	ra.grow(it.raMax)
-	c := it.fillCache()
+	c := it.slabCache()
 	w.done = make(chan struct{})
 	ra.next = w
 	ra.wg.Add(1)
