@@ -126,8 +126,9 @@ func (r *Reader) fetchWindow(w *raWindow, c *Cache) {
 	defer w.fetchDone()
 	first, last := w.handles[0], w.handles[len(w.handles)-1]
 	start := first.offset
-	buf := getWindowBuf(int(last.offset + last.length + trailerLen - start))
-	defer putWindowBuf(buf) // decodeBlock copies every block out of it
+	pool := r.cache.windowPool()
+	buf := pool.get(int(last.offset + last.length + trailerLen - start))
+	defer pool.put(buf) // decodeBlock copies every block out of it
 	n, err := r.f.ReadAt(buf, int64(start))
 	w.blocks = make([][]byte, len(w.handles))
 	w.errs = make([]error, len(w.handles))

@@ -13,17 +13,20 @@ package sstable
 // and so cost up to twice its size in resident memory (0.83 MB live at the
 // peak of a full scan), and a pool emptied by a collection made the next
 // windows allocate afresh. Mapping a buffer per window would cost a system
-// call and page faults per window, so the buffers are recycled through a
-// small free list per power-of-two size class, from initialReadAhead up to
-// maxPooledWindow, holding at most maxIdleWindowBytes in all; a buffer that
-// does not fit is unmapped. A window above maxPooledWindow gets a mapping
-// of its own, unmapped after its fetch (one system call pair per megabyte
-// read or more).
+// call and page faults per window, so the block cache owns a windowPool
+// that recycles them through a small free list per power-of-two size
+// class, from initialReadAhead up to maxPooledWindow, holding at most
+// maxIdleWindowBytes in all; a buffer that does not fit is unmapped. A
+// window above maxPooledWindow, or read by a Reader without a cache, gets
+// a mapping of its own, unmapped after its fetch (one system call pair per
+// 64 KiB or more read).
 //
-// Every buffer is owned by exactly one fetch from getWindowBuf to
-// putWindowBuf, which either keeps it on the free list (owned by the list,
-// handed to one later fetch) or frees it: a buffer is never freed twice or
-// while a fetch uses it.
+// Every buffer is owned by exactly one fetch from get to put, which either
+// keeps it on the free list (owned by the list, handed to one later fetch)
+// or frees it; the cache's Close frees the list and makes every later put
+// free its buffer. So a buffer is never freed twice or while a fetch uses
+// it, and once the cache is closed and its fetches are done every buffer
+// is unmapped.
 
 import (
 	"math/bits"
@@ -45,11 +48,13 @@ const maxIdleWindowBytes = 2 << 20
 // twice that, ..., maxPooledWindow.
 const windowClasses = 5
 
-// windowBufs is the free list of window read buffers.
-var windowBufs struct {
-	mu   sync.Mutex
-	free [windowClasses][][]byte // len 0, cap the class size
-	idle int                     // bytes in free
+// windowPool is a free list of window read buffers. A nil *windowPool
+// keeps nothing: get maps and put unmaps.
+type windowPool struct {
+	mu     sync.Mutex
+	free   [windowClasses][][]byte // len 0, cap the class size
+	idle   int                     // bytes in free
+	closed bool
 }
 
 // windowMaps counts the buffers ever mapped, for tests.
@@ -67,16 +72,15 @@ func windowClass(n int) int {
 	return bits.Len(uint(n-1)) - bits.Len(uint(initialReadAhead-1))
 }
 
-// getWindowBuf returns a buffer of length n (n > 0) outside the Go heap,
-// recycled when n is at most maxPooledWindow. Give it back with
-// putWindowBuf, exactly once, once nothing refers to its bytes.
-func getWindowBuf(n int) []byte {
+// get returns a buffer of length n (n > 0) outside the Go heap, recycled
+// when n is at most maxPooledWindow. Give it back with put, exactly once,
+// once nothing refers to its bytes.
+func (p *windowPool) get(n int) []byte {
 	c := windowClass(n)
-	if c < 0 {
+	if c < 0 || p == nil {
 		windowMaps.Add(1)
 		return manual.New(n)
 	}
-	p := &windowBufs
 	p.mu.Lock()
 	if k := len(p.free[c]); k > 0 {
 		b := p.free[c][k-1]
@@ -91,12 +95,11 @@ func getWindowBuf(n int) []byte {
 	return manual.New(initialReadAhead << c)[:n]
 }
 
-// putWindowBuf recycles or frees a buffer from getWindowBuf.
-func putWindowBuf(b []byte) {
-	if c := windowClass(cap(b)); c >= 0 && cap(b) == initialReadAhead<<c {
-		p := &windowBufs
+// put recycles or frees a buffer from get.
+func (p *windowPool) put(b []byte) {
+	if c := windowClass(cap(b)); p != nil && c >= 0 && cap(b) == initialReadAhead<<c {
 		p.mu.Lock()
-		if p.idle+cap(b) <= maxIdleWindowBytes {
+		if !p.closed && p.idle+cap(b) <= maxIdleWindowBytes {
 			p.free[c] = append(p.free[c], b[:0])
 			p.idle += cap(b)
 			p.mu.Unlock()
@@ -107,18 +110,18 @@ func putWindowBuf(b []byte) {
 	manual.Free(b)
 }
 
-// drainWindowBufs frees the buffers on the free list (for tests that check
-// every manual buffer is given back).
-func drainWindowBufs() {
-	p := &windowBufs
+// close frees the buffers on the free list and makes put free every buffer
+// given back from now on.
+func (p *windowPool) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.closed = true
 	for c := range p.free {
 		for i, b := range p.free[c] {
 			manual.Free(b)
 			p.free[c][i] = nil
 		}
-		p.free[c] = p.free[c][:0]
+		p.free[c] = nil
 	}
 	p.idle = 0
 }

@@ -24,21 +24,27 @@ func TestWindowClass(t *testing.T) {
 
 // TestWindowBufsOffHeap checks that window read buffers come from outside
 // the Go heap, that a buffer given back is handed out again instead of a
-// new mapping, that the free list keeps at most maxIdleWindowBytes, and
-// that every buffer is unmapped once the list is drained.
+// new mapping, that the free list keeps at most maxIdleWindowBytes, that
+// every buffer is unmapped once the pool is closed (also one given back
+// after), and that a nil pool unmaps every buffer given back.
 func TestWindowBufsOffHeap(t *testing.T) {
-	drainWindowBufs()
 	startBytes, startBufs := manual.Allocated()
+	var none *windowPool
+	none.put(none.get(initialReadAhead))
+	if bytes, bufs := manual.Allocated(); bytes != startBytes || bufs != startBufs {
+		t.Fatalf("nil pool: manual.Allocated %d bytes in %d buffers, want %d in %d", bytes, bufs, startBytes, startBufs)
+	}
+	p := new(windowPool)
 	for _, n := range []int{1, initialReadAhead + 1, maxPooledWindow, maxPooledWindow + 1} {
-		b := getWindowBuf(n)
+		b := p.get(n)
 		if len(b) != n {
-			t.Fatalf("getWindowBuf(%d) has length %d", n, len(b))
+			t.Fatalf("get(%d) has length %d", n, len(b))
 		}
 		if bytes, _ := manual.Allocated(); bytes < startBytes+int64(n) {
-			t.Fatalf("getWindowBuf(%d): manual.Allocated %d bytes, want at least %d more than %d", n, bytes, n, startBytes)
+			t.Fatalf("get(%d): manual.Allocated %d bytes, want at least %d more than %d", n, bytes, n, startBytes)
 		}
 		b[0], b[n-1] = 1, 2 // writable throughout
-		putWindowBuf(b)
+		p.put(b)
 	}
 	// One buffer of each size in use at a time: after the first round,
 	// every one is recycled.
@@ -48,7 +54,7 @@ func TestWindowBufsOffHeap(t *testing.T) {
 			maps = windowMaps.Load()
 		}
 		for _, n := range []int{initialReadAhead, 3 * initialReadAhead, 200 << 10} {
-			putWindowBuf(getWindowBuf(n))
+			p.put(p.get(n))
 		}
 	}
 	if got := windowMaps.Load() - maps; got != 0 {
@@ -57,17 +63,18 @@ func TestWindowBufsOffHeap(t *testing.T) {
 	// More buffers in use at once than the free list keeps.
 	var held [][]byte
 	for range 2 * maxIdleWindowBytes / maxPooledWindow {
-		held = append(held, getWindowBuf(maxPooledWindow))
+		held = append(held, p.get(maxPooledWindow))
 	}
-	for _, b := range held {
-		putWindowBuf(b)
+	for _, b := range held[1:] {
+		p.put(b)
 	}
-	if bytes, _ := manual.Allocated(); bytes-startBytes > maxIdleWindowBytes {
-		t.Fatalf("%d bytes kept after every buffer was given back, more than the %d bound", bytes-startBytes, maxIdleWindowBytes)
+	if bytes, _ := manual.Allocated(); bytes-startBytes-int64(cap(held[0])) > maxIdleWindowBytes {
+		t.Fatalf("%d bytes kept besides the one buffer in use, more than the %d bound", bytes-startBytes-int64(cap(held[0])), maxIdleWindowBytes)
 	}
-	drainWindowBufs()
+	p.close()
+	p.put(held[0]) // a fetch that finished after the cache closed
 	if bytes, bufs := manual.Allocated(); bytes != startBytes || bufs != startBufs {
-		t.Fatalf("after drain: manual.Allocated %d bytes in %d buffers, want %d in %d", bytes, bufs, startBytes, startBufs)
+		t.Fatalf("after close: manual.Allocated %d bytes in %d buffers, want %d in %d", bytes, bufs, startBytes, startBufs)
 	}
 }
 
@@ -122,11 +129,9 @@ func scanCount(t *testing.T, r *Reader, want int) {
 // slab memory without caching them, holds at most a few at a time, frees
 // every one by its Close, and allocates on the Go heap a small fraction of
 // the bytes it reads; and that every manual buffer behind the cache and the
-// read-ahead windows is given back once the cache is closed and the window
-// free list drained.
+// read-ahead windows is given back once the cache is closed.
 func TestCompactionIterBlocksOffHeap(t *testing.T) {
 	data, rows := raTable(t, SnappyCompression)
-	drainWindowBufs()
 	startBytes, startBufs := manual.Allocated()
 	for _, comp := range []int{-1, 64 << 10} {
 		cache := NewCache(64 << 20)
@@ -185,7 +190,6 @@ func TestCompactionIterBlocksOffHeap(t *testing.T) {
 			t.Fatalf("comp %d: cache allocator after Close: %+v", comp, st)
 		}
 	}
-	drainWindowBufs()
 	if bytes, bufs := manual.Allocated(); bytes != startBytes || bufs != startBufs {
 		t.Fatalf("manual.Allocated %d bytes in %d buffers, want %d in %d", bytes, bufs, startBytes, startBufs)
 	}
