@@ -24,7 +24,7 @@ package sstable
 //   - the last release gives the memory back to the slab allocator.
 //
 // A compaction iterator's misses are decoded into slab memory too but not
-// inserted (loadUncached): the iterator holds the only reference and the
+// inserted (slabLoader, readahead.go): the iterator holds the only reference and the
 // block is freed when it moves past it, so a compaction's blocks neither
 // grow the Go heap nor wait for a collection. Blocks that are not in slab
 // memory (no cache, a closed one) stay Go heap slices; their blockRef has
@@ -255,27 +255,6 @@ func (c *Cache) newID() uint64 {
 // is not nil, has a capacity and is not closed.
 func (c *Cache) usable() bool {
 	return c != nil && c.c != nil && !c.closed.Load()
-}
-
-// loadUncached returns the block read decodes, in slab memory from c when
-// read uses the allocator it is given, without caching it: the caller's
-// reference is the block's only one, and its release frees the block.
-func (c *Cache) loadUncached(read func(blockAlloc) ([]byte, error)) (blockRef, error) {
-	l := &blockLoad{c: c}
-	b, err := read(l.newBuf)
-	cb := l.cb
-	switch {
-	case err != nil:
-		cb.unref()
-		return blockRef{}, err
-	case cb != nil && len(b) > 0 && len(b) == len(cb.buf.B) && &b[0] == &cb.buf.B[0]:
-		return blockRef{b: b, c: cb}, nil
-	default:
-		// Decoded somewhere else (a large uncompressed block read into a
-		// buffer of its own): keep that Go heap copy.
-		cb.unref()
-		return blockRef{b: b}, nil
-	}
 }
 
 // lookup returns a reference to the cached block for k, if the cache holds

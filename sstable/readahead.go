@@ -168,6 +168,65 @@ func (it *Iterator) slabCache() *Cache {
 	return nil
 }
 
+// dataBlock returns the data block at h, from the cache if it holds it.
+func (it *Iterator) dataBlock(h blockHandle) (blockRef, error) {
+	if b, ok := it.r.cachedBlock(h); ok {
+		return b, nil
+	}
+	return it.readDataBlock(h)
+}
+
+// readDataBlock reads the data block at h, which the cache missed: through
+// the cache, or for a compaction iterator into slab memory it alone holds.
+func (it *Iterator) readDataBlock(h blockHandle) (blockRef, error) {
+	if it.noFill && it.r.cache.usable() {
+		return it.ra.loader.read(it.r, h)
+	}
+	return it.r.readDataBlock(h, !it.noFill)
+}
+
+// slabLoader decodes the blocks a compaction iterator misses into the
+// cache's slab memory without caching them: the iterator holds the only
+// reference, and its release frees the block. One per iterator, made once,
+// so that a block read allocates nothing on the Go heap but its
+// cachedBlock.
+type slabLoader struct {
+	c     *Cache
+	cb    *cachedBlock
+	alloc blockAlloc // newBuf, bound once
+}
+
+// newBuf is the loader's blockAlloc.
+func (l *slabLoader) newBuf(n int) []byte {
+	l.cb.unref() // not expected: one buffer per block
+	l.cb = l.c.newBlock(n)
+	return l.cb.buf.B
+}
+
+// read reads and decodes the data block at h of r, whose cache must be
+// usable.
+func (l *slabLoader) read(r *Reader, h blockHandle) (blockRef, error) {
+	if l.alloc == nil {
+		l.alloc = l.newBuf
+	}
+	l.c, l.cb = r.cache, nil
+	b, err := r.readBlockInto(h, "data", l.alloc)
+	cb := l.cb
+	l.cb = nil
+	switch {
+	case err != nil:
+		cb.unref()
+		return blockRef{}, err
+	case cb != nil && len(b) > 0 && len(b) == len(cb.buf.B) && &b[0] == &cb.buf.B[0]:
+		return blockRef{b: b, c: cb}, nil
+	default:
+		// Decoded somewhere else (a large uncompressed block read into a
+		// buffer of its own): keep that Go heap copy.
+		cb.unref()
+		return blockRef{b: b}, nil
+	}
+}
+
 // readAhead is an Iterator's read-ahead state.
 type readAhead struct {
 	size    int         // size of the next window
@@ -177,6 +236,7 @@ type readAhead struct {
 	cur     *raWindow   // the window the iterator is in
 	next    *raWindow   // the window after cur, maybe still being fetched
 	wg      sync.WaitGroup
+	loader  slabLoader // a compaction iterator's misses (not read-ahead state, but per iterator too)
 }
 
 // reset drops the windows (background fetches finish on their own; Close
@@ -223,20 +283,20 @@ func (ra *readAhead) grow(maxSize int) {
 func (it *Iterator) readBlock(h blockHandle, forward bool) (blockRef, error) {
 	r, ra := it.r, &it.ra
 	if it.raMax <= 0 {
-		return r.dataBlock(h, !it.noFill)
+		return it.dataBlock(h)
 	}
 	if b, err, ok := it.fromWindow(h); ok {
 		return b, err
 	}
 	if !forward {
 		ra.reset(it.raMax)
-		return r.dataBlock(h, !it.noFill)
+		return it.dataBlock(h)
 	}
 	if ra.steps < it.r.raAfter {
 		// Not yet a long scan: a short range read should not fetch and
 		// decode a window of blocks it will not reach.
 		ra.steps++
-		return r.dataBlock(h, !it.noFill)
+		return it.dataBlock(h)
 	}
 	if b, ok := r.cachedBlock(h); ok {
 		return b, nil
@@ -250,7 +310,7 @@ func (it *Iterator) readBlock(h blockHandle, forward bool) (blockRef, error) {
 	}
 	if w == nil || w.handles[0] != h {
 		ra.reset(it.raMax)
-		return r.readDataBlock(h, !it.noFill)
+		return it.readDataBlock(h)
 	}
 	ra.grow(it.raMax)
 	r.fetchWindow(w, it.slabCache())
@@ -296,7 +356,7 @@ func (it *Iterator) take(w *raWindow, i int) (blockRef, error) {
 		// Taken before (the iterator came back to it): its memory is the
 		// cache's or freed now; read it as any block.
 		var err error
-		if b, err = it.r.dataBlock(w.handles[i], !it.noFill); err != nil {
+		if b, err = it.dataBlock(w.handles[i]); err != nil {
 			return blockRef{}, err
 		}
 	case cb != nil && it.noFill:

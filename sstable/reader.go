@@ -264,11 +264,6 @@ func (r *Reader) cacheBlock(h blockHandle, b []byte) blockRef {
 // readDataBlock reads the data block at h, which the cache missed, and
 // with fill caches it.
 func (r *Reader) readDataBlock(h blockHandle, fill bool) (blockRef, error) {
-	if !fill && r.cache.usable() {
-		return r.cache.loadUncached(func(alloc blockAlloc) ([]byte, error) {
-			return r.readBlockInto(h, "data", alloc)
-		})
-	}
 	if !fill || r.cache == nil || r.cache.c == nil {
 		b, err := r.readBlock(h, "data")
 		return blockRef{b: b}, err
