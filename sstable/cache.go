@@ -23,9 +23,12 @@ package sstable
 //     count above zero (tryRef), so a freed block is never resurrected;
 //   - the last release gives the memory back to the slab allocator.
 //
-// Blocks that are not cached (no cache, compaction iterators' misses,
-// read-ahead windows not yet reached) stay Go heap slices; their blockRef
-// has no cachedBlock and release does nothing, so every reader follows one
+// A compaction iterator's misses are decoded into slab memory too but not
+// inserted (slabLoader, readahead.go): the iterator holds the only reference and the
+// block is freed when it moves past it, so a compaction's blocks neither
+// grow the Go heap nor wait for a collection. Blocks that are not in slab
+// memory (no cache, a closed one) stay Go heap slices; their blockRef has
+// no cachedBlock and release does nothing, so every reader follows one
 // code path.
 
 import (
@@ -61,13 +64,18 @@ func (s *stripedCounter) load() uint64 {
 	return t
 }
 
-// cachedBlock is a block in slab memory and its reference count. The
-// struct itself is on the Go heap, so checking the count of a block that
-// was freed is always safe.
+// cachedBlock is a block in slab memory and its reference count, and for
+// a block in the cache its entry in the cache's index (clockcache.go): its
+// key, weight and CLOCK bit, written when it is added. The struct itself
+// is on the Go heap, so checking the count of a block that was freed is
+// always safe.
 type cachedBlock struct {
-	refs  atomic.Int32
-	buf   slab.Buf
-	alloc *slab.Allocator
+	refs   atomic.Int32
+	clock  atomic.Uint32 // CLOCK referenced bit
+	key    cacheKey
+	weight int64
+	buf    slab.Buf
+	alloc  *slab.Allocator
 }
 
 // tryRef takes a reference unless the count already reached zero.
@@ -119,13 +127,16 @@ func (r BlockRef) Release() { r.c.unref() }
 // Cache is a block cache with a byte budget, safe for concurrent use. A nil
 // *Cache, or one of capacity 0, caches nothing.
 type Cache struct {
-	c      *clockIndex // nil for a cache of capacity 0
-	alloc  *slab.Allocator
-	hits   stripedCounter
-	misses stripedCounter
-	size   atomic.Int64
-	nextID atomic.Uint64
-	closed atomic.Bool
+	c     *clockIndex // nil for a cache of capacity 0
+	alloc *slab.Allocator
+	// windows recycles the read buffers of read-ahead windows
+	// (readahead_buf.go); nil for a cache of capacity 0.
+	windows *windowPool
+	hits    stripedCounter
+	misses  stripedCounter
+	size    atomic.Int64
+	nextID  atomic.Uint64
+	closed  atomic.Bool
 	// loading makes concurrent misses of one block read it once: on an
 	// object store each miss is a ranged GET.
 	loadMu  sync.Mutex
@@ -161,9 +172,9 @@ func (l *blockLoad) newBuf(n int) []byte {
 }
 
 // entryOverhead is what each cached block costs on the Go heap besides its
-// slab memory, charged to the capacity with it: its cachedBlock (48 bytes),
-// its CLOCK slot (40) and its map entry (about 32 with the table's slack),
-// rounded up.
+// slab memory, charged to the capacity with it: its cachedBlock (80
+// bytes), its CLOCK ring pointer (8) and one or two hash table slots (4
+// each), rounded up with the slices' growth slack.
 const entryOverhead = 128
 
 // CacheMetrics is a snapshot of a cache's counters.
@@ -184,6 +195,7 @@ func NewCache(capacityBytes int64) *Cache {
 		return c
 	}
 	c.alloc = slab.New()
+	c.windows = new(windowPool)
 	c.capacity, c.applied = capacityBytes, capacityBytes
 	c.c = newClockIndex(capacityBytes, func(cb *cachedBlock, w int64) {
 		c.size.Add(-(w - entryOverhead))
@@ -193,7 +205,8 @@ func NewCache(capacityBytes int64) *Cache {
 }
 
 // Close empties the cache and stops it from caching: blocks that readers
-// still hold stay valid until released, and their memory is returned then.
+// still hold stay valid until released, and their memory is returned then;
+// so are the read buffers of read-ahead fetches still running.
 // Readers may go on using a closed cache; they read every block from its
 // file. Close is idempotent; a nil Cache's Close does nothing.
 func (c *Cache) Close() {
@@ -202,6 +215,16 @@ func (c *Cache) Close() {
 	}
 	c.c.clear()
 	c.alloc.Close()
+	c.windows.close()
+}
+
+// windowPool returns the pool of read-ahead window buffers of c, nil if c
+// is nil or has no capacity (each window then maps a buffer of its own).
+func (c *Cache) windowPool() *windowPool {
+	if c == nil {
+		return nil
+	}
+	return c.windows
 }
 
 // AllocStats returns the counters of the slab allocator behind the cache
@@ -226,6 +249,12 @@ func (c *Cache) Metrics() CacheMetrics {
 // the top bit set so they never collide with file numbers.
 func (c *Cache) newID() uint64 {
 	return 1<<63 | c.nextID.Add(1)
+}
+
+// usable reports whether c caches blocks and hands out slab memory: it
+// is not nil, has a capacity and is not closed.
+func (c *Cache) usable() bool {
+	return c != nil && c.c != nil && !c.closed.Load()
 }
 
 // lookup returns a reference to the cached block for k, if the cache holds

@@ -10,6 +10,15 @@ package sstable
 // just behind the hand), so it gets a whole sweep to be hit before the hand
 // comes back to it.
 //
+// Layout: the cachedBlock of an entry carries its key, weight and
+// referenced bit itself, so an entry costs the Go heap one 80-byte object,
+// one pointer in its shard's CLOCK ring (ents) and one or two int32 slots of
+// the shard's hash table: a pointer-free open-addressed table (linear
+// probing, at most half full, backward-shift deletion) mapping a key to its
+// slot in the ring. That is about 100 bytes per cached block, where a Go map
+// from key to slot beside a ring of (key, block, weight, bit) entries and a
+// separate reference-count object took about 150.
+//
 // The index is split into shards by a hash of the key, each with its own
 // lock, budget and hand, so that concurrent readers of different blocks
 // rarely contend. A hit takes only its shard's read lock and sets the bit
@@ -21,7 +30,6 @@ package sstable
 import (
 	"math/bits"
 	"sync"
-	"sync/atomic"
 )
 
 // Shard sizing: up to maxClockShards shards, each with a budget of at least
@@ -31,6 +39,9 @@ const (
 	minClockShardBytes = 512 << 10
 )
 
+// minClockTable is the smallest hash table a shard allocates.
+const minClockTable = 16
+
 type clockIndex struct {
 	shards  []clockShard
 	shift   uint // 64 - log2(len(shards))
@@ -38,21 +49,26 @@ type clockIndex struct {
 }
 
 type clockShard struct {
-	mu       sync.RWMutex
-	m        map[cacheKey]int32 // key -> slot in ents
-	ents     []clockEntry       // slots; cb == nil marks a free one
-	free     []int32            // free slots
+	mu sync.RWMutex
+	// table maps keys to ring slots: 0 marks an empty position, i+1 slot
+	// i. Its length is zero or a power of two at least twice live.
+	table    []int32
+	ents     []*cachedBlock // the CLOCK ring; nil marks a free slot
+	free     []int32        // free slots
+	live     int            // entries present
 	hand     int
 	weight   int64 // sum of the live entries' weights
 	capacity int64
 	_        [64]byte // keep neighbouring shards' locks off one cache line
 }
 
-type clockEntry struct {
-	key    cacheKey
-	cb     *cachedBlock
-	weight int64
-	ref    uint32 // CLOCK bit; set by hits under the read lock, atomically
+// keyHash mixes k into 64 bits: the top bits choose the shard, the low bits
+// the position in the shard's table.
+func keyHash(k cacheKey) uint64 {
+	h := k.id*0x9E3779B97F4A7C15 ^ bits.RotateLeft64(k.off, 32)*0xC2B2AE3D27D4EB4F
+	h ^= h >> 31
+	h *= 0xD6E8FEB86659FD93
+	return h ^ h>>32
 }
 
 // newClockIndex returns an index holding at most capacity bytes of
@@ -66,7 +82,6 @@ func newClockIndex(capacity int64, onEvict func(*cachedBlock, int64)) *clockInde
 	x := &clockIndex{shards: make([]clockShard, n), shift: uint(64 - bits.TrailingZeros(uint(n))), onEvict: onEvict}
 	for i := range x.shards {
 		s := &x.shards[i]
-		s.m = make(map[cacheKey]int32)
 		s.capacity = capacity / int64(n)
 		if i == 0 {
 			s.capacity += capacity % int64(n)
@@ -81,7 +96,7 @@ func (x *clockIndex) setCapacity(capacity int64) {
 	n := int64(len(x.shards))
 	for i := range x.shards {
 		s := &x.shards[i]
-		var victims []clockEntry
+		var victims []*cachedBlock
 		s.mu.Lock()
 		s.capacity = capacity / n
 		if i == 0 {
@@ -91,8 +106,8 @@ func (x *clockIndex) setCapacity(capacity int64) {
 			victims = append(victims, s.evict())
 		}
 		s.mu.Unlock()
-		for _, e := range victims {
-			x.onEvict(e.cb, e.weight)
+		for _, cb := range victims {
+			x.onEvict(cb, cb.weight)
 		}
 	}
 }
@@ -109,27 +124,46 @@ func (x *clockIndex) maximum() int64 {
 	return n
 }
 
-func (x *clockIndex) shard(k cacheKey) *clockShard {
+// shard returns k's shard and hash.
+func (x *clockIndex) shard(k cacheKey) (*clockShard, uint64) {
+	h := keyHash(k)
 	if len(x.shards) == 1 {
-		return &x.shards[0]
+		return &x.shards[0], h
 	}
-	h := (k.id ^ bits.RotateLeft64(k.off, 32)) * 0x9E3779B97F4A7C15
-	return &x.shards[h>>x.shift]
+	return &x.shards[h>>x.shift], h
+}
+
+// find returns the table position holding k and true, or the empty
+// position where k would go and false (-1 for a shard without a table).
+// The shard must be locked.
+func (s *clockShard) find(k cacheKey, h uint64) (int, bool) {
+	mask := len(s.table) - 1
+	if mask < 0 {
+		return -1, false
+	}
+	for p := int(h) & mask; ; p = (p + 1) & mask {
+		e := s.table[p]
+		if e == 0 {
+			return p, false
+		}
+		if s.ents[e-1].key == k {
+			return p, true
+		}
+	}
 }
 
 // get returns the block cached under k with a reference taken for the
 // caller, and marks it recently used.
 func (x *clockIndex) get(k cacheKey) (*cachedBlock, bool) {
-	s := x.shard(k)
+	s, h := x.shard(k)
 	s.mu.RLock()
-	i, ok := s.m[k]
+	p, ok := s.find(k, h)
 	var cb *cachedBlock
 	if ok {
-		e := &s.ents[i]
-		if atomic.LoadUint32(&e.ref) == 0 {
-			atomic.StoreUint32(&e.ref, 1)
+		cb = s.ents[s.table[p]-1]
+		if cb.clock.Load() == 0 {
+			cb.clock.Store(1)
 		}
-		cb = e.cb
 		ok = cb.tryRef()
 	}
 	s.mu.RUnlock()
@@ -138,14 +172,14 @@ func (x *clockIndex) get(k cacheKey) (*cachedBlock, bool) {
 
 // add inserts cb under k with weight w unless k is present or w exceeds
 // the shard's whole budget; it reports whether cb was inserted. It evicts
-// entries to make room first.
+// entries to make room first. cb must not have been added before.
 func (x *clockIndex) add(k cacheKey, cb *cachedBlock, w int64) bool {
-	s := x.shard(k)
-	var victims [4]clockEntry
+	s, h := x.shard(k)
+	var victims [4]*cachedBlock
 	nv := 0
-	var more []clockEntry // victims beyond the first four (mixed sizes)
+	var more []*cachedBlock // victims beyond the first four (mixed sizes)
 	s.mu.Lock()
-	if _, ok := s.m[k]; ok || w > s.capacity {
+	if _, ok := s.find(k, h); ok || w > s.capacity {
 		s.mu.Unlock()
 		return false
 	}
@@ -158,44 +192,80 @@ func (x *clockIndex) add(k cacheKey, cb *cachedBlock, w int64) bool {
 			more = append(more, e)
 		}
 	}
+	cb.key, cb.weight = k, w
+	cb.clock.Store(0)
 	var i int32
 	if n := len(s.free); n > 0 {
 		i = s.free[n-1]
 		s.free = s.free[:n-1]
-		s.ents[i] = clockEntry{key: k, cb: cb, weight: w}
+		s.ents[i] = cb
 	} else {
 		i = int32(len(s.ents))
-		s.ents = append(s.ents, clockEntry{key: k, cb: cb, weight: w})
+		s.ents = append(s.ents, cb)
 	}
-	s.m[k] = i
+	if 2*(s.live+1) > len(s.table) {
+		s.grow()
+	}
+	p, _ := s.find(k, h)
+	s.table[p] = i + 1
+	s.live++
 	s.weight += w
 	s.mu.Unlock()
 	for _, e := range victims[:nv] {
-		x.onEvict(e.cb, e.weight)
+		x.onEvict(e, e.weight)
 	}
 	for _, e := range more {
-		x.onEvict(e.cb, e.weight)
+		x.onEvict(e, e.weight)
 	}
 	return true
 }
 
+// grow doubles the shard's table (or allocates its first) and re-enters
+// every entry. The shard must be write-locked.
+func (s *clockShard) grow() {
+	s.table = make([]int32, max(minClockTable, 2*len(s.table)))
+	for i, cb := range s.ents {
+		if cb != nil {
+			p, _ := s.find(cb.key, keyHash(cb.key))
+			s.table[p] = int32(i) + 1
+		}
+	}
+}
+
+// unlink empties table position p, moving back the entries after it in
+// its run that could no longer be found otherwise (backward-shift
+// deletion: no tombstones, so lookups never slow down as entries come and
+// go). The shard must be write-locked.
+func (s *clockShard) unlink(p int) {
+	mask := len(s.table) - 1
+	for q := (p + 1) & mask; s.table[q] != 0; q = (q + 1) & mask {
+		home := int(keyHash(s.ents[s.table[q]-1].key)) & mask
+		// The entry at q may fill the hole at p unless its home lies
+		// cyclically within (p, q].
+		if (q-home)&mask >= (q-p)&mask {
+			s.table[p] = s.table[q]
+			p = q
+		}
+	}
+	s.table[p] = 0
+}
+
 // evict removes the entry the hand stops at and returns it. The shard must
 // be write-locked and hold at least one entry (weight > 0 guarantees it).
-func (s *clockShard) evict() clockEntry {
+func (s *clockShard) evict() *cachedBlock {
 	for {
 		if s.hand >= len(s.ents) {
 			s.hand = 0
 		}
-		e := &s.ents[s.hand]
-		if e.cb != nil {
-			if e.ref == 0 {
+		if cb := s.ents[s.hand]; cb != nil {
+			if cb.clock.Load() == 0 {
 				// Step past the slot: the new entry will take it, and
 				// must not be the next one looked at.
 				i := int32(s.hand)
 				s.hand++
 				return s.removeAt(i)
 			}
-			e.ref = 0
+			cb.clock.Store(0)
 		}
 		s.hand++
 	}
@@ -203,27 +273,29 @@ func (s *clockShard) evict() clockEntry {
 
 // removeAt frees slot i and returns its entry. The shard must be
 // write-locked.
-func (s *clockShard) removeAt(i int32) clockEntry {
-	e := s.ents[i]
-	delete(s.m, e.key)
-	s.ents[i] = clockEntry{}
+func (s *clockShard) removeAt(i int32) *cachedBlock {
+	cb := s.ents[i]
+	p, _ := s.find(cb.key, keyHash(cb.key))
+	s.unlink(p)
+	s.ents[i] = nil
 	s.free = append(s.free, i)
-	s.weight -= e.weight
-	return e
+	s.live--
+	s.weight -= cb.weight
+	return cb
 }
 
 // remove takes k out of the index, if present.
 func (x *clockIndex) remove(k cacheKey) {
-	s := x.shard(k)
+	s, h := x.shard(k)
 	s.mu.Lock()
-	i, ok := s.m[k]
-	var e clockEntry
+	p, ok := s.find(k, h)
+	var cb *cachedBlock
 	if ok {
-		e = s.removeAt(i)
+		cb = s.removeAt(s.table[p] - 1)
 	}
 	s.mu.Unlock()
 	if ok {
-		x.onEvict(e.cb, e.weight)
+		x.onEvict(cb, cb.weight)
 	}
 }
 
@@ -233,12 +305,11 @@ func (x *clockIndex) clear() {
 		s := &x.shards[i]
 		s.mu.Lock()
 		ents := s.ents
-		s.ents, s.free, s.hand, s.weight = nil, nil, 0, 0
-		clear(s.m)
+		s.table, s.ents, s.free, s.live, s.hand, s.weight = nil, nil, nil, 0, 0, 0
 		s.mu.Unlock()
-		for _, e := range ents {
-			if e.cb != nil {
-				x.onEvict(e.cb, e.weight)
+		for _, cb := range ents {
+			if cb != nil {
+				x.onEvict(cb, cb.weight)
 			}
 		}
 	}
@@ -250,8 +321,10 @@ func (x *clockIndex) keys() []cacheKey {
 	for i := range x.shards {
 		s := &x.shards[i]
 		s.mu.RLock()
-		for k := range s.m {
-			ks = append(ks, k)
+		for _, cb := range s.ents {
+			if cb != nil {
+				ks = append(ks, cb.key)
+			}
 		}
 		s.mu.RUnlock()
 	}

@@ -172,3 +172,67 @@ func TestClockIndexConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestClockIndexTableModel drives one shard's open-addressed table through
+// random adds and removes of keys drawn from a small range (so runs of
+// probes form and are cut by deletions), checking after every step that
+// each key is found exactly when a map model holds it, and that the table
+// never fills beyond half.
+func TestClockIndexTableModel(t *testing.T) {
+	x := newTestClock(1 << 40)
+	if len(x.shards) != maxClockShards {
+		t.Fatalf("%d shards", len(x.shards))
+	}
+	model := map[cacheKey]*cachedBlock{}
+	rng := uint64(7)
+	next := func(n uint64) uint64 {
+		rng ^= rng << 13
+		rng ^= rng >> 7
+		rng ^= rng << 17
+		return rng % n
+	}
+	const keys = 600
+	for step := range 20000 {
+		k := cacheKey{id: next(3), off: next(keys/3) * 4096}
+		if _, ok := model[k]; ok && next(2) == 0 {
+			x.remove(k)
+			delete(model, k)
+		} else {
+			cb := testBlock()
+			added := x.add(k, cb, 1)
+			if added == ok {
+				t.Fatalf("step %d: add of %v returned %v with the key present %v", step, k, added, ok)
+			}
+			if added {
+				model[k] = cb
+			}
+		}
+		if step%97 == 0 || step > 19900 {
+			for off := uint64(0); off < keys/3; off++ {
+				for id := range uint64(3) {
+					q := cacheKey{id: id, off: off * 4096}
+					cb, ok := x.get(q)
+					if want, in := model[q]; ok != in || ok && cb != want {
+						t.Fatalf("step %d: get %v = %p %v, model %p %v", step, q, cb, ok, want, in)
+					}
+					if ok {
+						cb.unref()
+					}
+				}
+			}
+		}
+	}
+	if got := len(x.keys()); got != len(model) {
+		t.Fatalf("%d keys in the index, %d in the model", got, len(model))
+	}
+	for i := range x.shards {
+		s := &x.shards[i]
+		if 2*s.live > len(s.table) {
+			t.Fatalf("shard %d: %d entries in a table of %d", i, s.live, len(s.table))
+		}
+	}
+	x.clear()
+	if len(x.keys()) != 0 || x.weight() != 0 {
+		t.Fatal("entries left after clear")
+	}
+}

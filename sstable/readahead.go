@@ -26,13 +26,14 @@ package sstable
 //     checked to lie within the data blocks when the point index was built,
 //     pointindex.go.)
 //   - Blocks read ahead are checked (CRC) and decoded like any other, on the
-//     fetching goroutine: for an iterator that fills the cache, straight
-//     into slab memory (cache.go), so that reaching a block hands it to the
-//     cache without a copy. They enter the block cache only when the
-//     iterator reaches them, so read-ahead caches nothing a scan without it
-//     would not have cached; blocks fetched but never reached are freed
-//     with their window (by the fetching goroutine if it is still running
-//     when the window is dropped).
+//     fetching goroutine, straight into the cache's slab memory (cache.go)
+//     when there is a cache, so that reaching a block hands it to the cache
+//     without a copy. They enter the block cache only when the iterator
+//     reaches them, so read-ahead caches nothing a scan without it would
+//     not have cached; a compaction iterator's blocks never enter it, and
+//     are freed when the iterator moves past them. Blocks fetched but never
+//     reached are freed with their window (by the fetching goroutine if it
+//     is still running when the window is dropped).
 //   - An error reading or checking a fetched block surfaces at the iterator
 //     when it reaches that block, where reading the block alone would have
 //     reported it; a short read fails only the blocks it cut off.
@@ -125,9 +126,9 @@ func (r *Reader) fetchWindow(w *raWindow, c *Cache) {
 	defer w.fetchDone()
 	first, last := w.handles[0], w.handles[len(w.handles)-1]
 	start := first.offset
-	bp := getWindowBuf(int(last.offset + last.length + trailerLen - start))
-	defer putWindowBuf(bp) // decodeBlock copies every block out of it
-	buf := *bp
+	pool := r.cache.windowPool()
+	buf := pool.get(int(last.offset + last.length + trailerLen - start))
+	defer pool.put(buf) // decodeBlock copies every block out of it
 	n, err := r.f.ReadAt(buf, int64(start))
 	w.blocks = make([][]byte, len(w.handles))
 	w.errs = make([]error, len(w.handles))
@@ -156,13 +157,74 @@ func (r *Reader) fetchWindow(w *raWindow, c *Cache) {
 	}
 }
 
-// fillCache returns the cache that blocks read ahead by it are decoded
-// for, or nil if they stay on the Go heap.
-func (it *Iterator) fillCache() *Cache {
-	if c := it.r.cache; !it.noFill && c != nil && c.c != nil && !c.closed.Load() {
+// slabCache returns the cache into whose slab memory blocks read ahead by
+// it are decoded, or nil if they stay on the Go heap (no cache, or a closed
+// one). A compaction iterator's blocks are decoded there too, but never
+// inserted: each is freed when the iterator moves past it.
+func (it *Iterator) slabCache() *Cache {
+	if c := it.r.cache; c.usable() {
 		return c
 	}
 	return nil
+}
+
+// dataBlock returns the data block at h, from the cache if it holds it.
+func (it *Iterator) dataBlock(h blockHandle) (blockRef, error) {
+	if b, ok := it.r.cachedBlock(h); ok {
+		return b, nil
+	}
+	return it.readDataBlock(h)
+}
+
+// readDataBlock reads the data block at h, which the cache missed: through
+// the cache, or for a compaction iterator into slab memory it alone holds.
+func (it *Iterator) readDataBlock(h blockHandle) (blockRef, error) {
+	if it.noFill && it.r.cache.usable() {
+		return it.ra.loader.read(it.r, h)
+	}
+	return it.r.readDataBlock(h, !it.noFill)
+}
+
+// slabLoader decodes the blocks a compaction iterator misses into the
+// cache's slab memory without caching them: the iterator holds the only
+// reference, and its release frees the block. One per iterator, made once,
+// so that a block read allocates nothing on the Go heap but its
+// cachedBlock.
+type slabLoader struct {
+	c     *Cache
+	cb    *cachedBlock
+	alloc blockAlloc // newBuf, bound once
+}
+
+// newBuf is the loader's blockAlloc.
+func (l *slabLoader) newBuf(n int) []byte {
+	l.cb.unref() // not expected: one buffer per block
+	l.cb = l.c.newBlock(n)
+	return l.cb.buf.B
+}
+
+// read reads and decodes the data block at h of r, whose cache must be
+// usable.
+func (l *slabLoader) read(r *Reader, h blockHandle) (blockRef, error) {
+	if l.alloc == nil {
+		l.alloc = l.newBuf
+	}
+	l.c, l.cb = r.cache, nil
+	b, err := r.readBlockInto(h, "data", l.alloc)
+	cb := l.cb
+	l.cb = nil
+	switch {
+	case err != nil:
+		cb.unref()
+		return blockRef{}, err
+	case cb != nil && len(b) > 0 && len(b) == len(cb.buf.B) && &b[0] == &cb.buf.B[0]:
+		return blockRef{b: b, c: cb}, nil
+	default:
+		// Decoded somewhere else (a large uncompressed block read into a
+		// buffer of its own): keep that Go heap copy.
+		cb.unref()
+		return blockRef{b: b}, nil
+	}
 }
 
 // readAhead is an Iterator's read-ahead state.
@@ -174,6 +236,7 @@ type readAhead struct {
 	cur     *raWindow   // the window the iterator is in
 	next    *raWindow   // the window after cur, maybe still being fetched
 	wg      sync.WaitGroup
+	loader  slabLoader // a compaction iterator's misses (not read-ahead state, but per iterator too)
 }
 
 // reset drops the windows (background fetches finish on their own; Close
@@ -220,20 +283,20 @@ func (ra *readAhead) grow(maxSize int) {
 func (it *Iterator) readBlock(h blockHandle, forward bool) (blockRef, error) {
 	r, ra := it.r, &it.ra
 	if it.raMax <= 0 {
-		return r.dataBlock(h, !it.noFill)
+		return it.dataBlock(h)
 	}
 	if b, err, ok := it.fromWindow(h); ok {
 		return b, err
 	}
 	if !forward {
 		ra.reset(it.raMax)
-		return r.dataBlock(h, !it.noFill)
+		return it.dataBlock(h)
 	}
 	if ra.steps < it.r.raAfter {
 		// Not yet a long scan: a short range read should not fetch and
 		// decode a window of blocks it will not reach.
 		ra.steps++
-		return r.dataBlock(h, !it.noFill)
+		return it.dataBlock(h)
 	}
 	if b, ok := r.cachedBlock(h); ok {
 		return b, nil
@@ -247,10 +310,10 @@ func (it *Iterator) readBlock(h blockHandle, forward bool) (blockRef, error) {
 	}
 	if w == nil || w.handles[0] != h {
 		ra.reset(it.raMax)
-		return r.readDataBlock(h, !it.noFill)
+		return it.readDataBlock(h)
 	}
 	ra.grow(it.raMax)
-	r.fetchWindow(w, it.fillCache())
+	r.fetchWindow(w, it.slabCache())
 	ra.cur.drop()
 	ra.next.drop()
 	ra.cur, ra.next = w, nil
@@ -293,9 +356,14 @@ func (it *Iterator) take(w *raWindow, i int) (blockRef, error) {
 		// Taken before (the iterator came back to it): its memory is the
 		// cache's or freed now; read it as any block.
 		var err error
-		if b, err = it.r.dataBlock(w.handles[i], !it.noFill); err != nil {
+		if b, err = it.dataBlock(w.handles[i]); err != nil {
 			return blockRef{}, err
 		}
+	case cb != nil && it.noFill:
+		// The window's reference passes to the iterator, which frees the
+		// block when it moves past it.
+		w.taken[i] = true
+		b = blockRef{b: cb.buf.B, c: cb}
 	case cb != nil:
 		w.taken[i] = true
 		b = it.r.cache.insert(cacheKey{id: it.r.cacheID, off: w.handles[i].offset}, cb)
@@ -322,7 +390,7 @@ func (it *Iterator) prefetch() {
 		return
 	}
 	ra.grow(it.raMax)
-	c := it.fillCache()
+	c := it.slabCache()
 	w.done = make(chan struct{})
 	ra.next = w
 	ra.wg.Add(1)
