@@ -29,6 +29,15 @@ import (
 	"github.com/mayflydb/mayfly/wal"
 )
 
+// memPoolChunks is how many arena chunks (1 MiB each) a database keeps
+// between memtables. Pooled chunks stay resident, so a pool of a whole
+// memtable's chunks held that much memory through every flush, when the
+// flushing memtable and the new one are resident as well: at 6 MiB
+// memtables it raised the fills' peak RSS by 2-4 MB (docs/benchmarks.md,
+// "Memtable 6 MiB, one pooled chunk"). One chunk still spares the first
+// chunk of each memtable its mapping on the commit path.
+const memPoolChunks = 1
+
 // DB is an open database. Open one with Open and release it with Close.
 type DB struct {
 	opts    *Options
@@ -45,8 +54,9 @@ type DB struct {
 	// readAheadAfter is sstable.ReaderOptions.ReadAheadAfter: on a local
 	// directory an iterator reads ahead only once a scan is long.
 	readAheadAfter int
-	// memPool recycles the arena chunks of released memtables for new
-	// ones (newMemtable); Close empties it.
+	// memPool recycles the B-tree nodes of released memtables, and up to
+	// memPoolChunks of their arena chunks, for new ones (newMemtable);
+	// Close empties it.
 	memPool *memtable.Pool
 
 	// Commit pipeline. commitMu is held by the leader of a commit group; it
@@ -126,7 +136,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		flushKick: make(chan struct{}, 1),
 		compKick:  make(chan struct{}, 1),
 		closing:   make(chan struct{}),
-		memPool:   memtable.NewPool(o.MemtableSize),
+		memPool:   memtable.NewPool(o.MemtableSize, memPoolChunks),
 	}
 	db.cond = sync.NewCond(&db.mu)
 	db.closeCtx, db.closeCancel = context.WithCancel(context.Background())

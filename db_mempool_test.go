@@ -10,14 +10,14 @@ import (
 )
 
 // TestMemtableChunksReusedAcrossRotations: the memtables a DB rotates
-// through take the arena chunks of the ones already flushed instead of
-// mapping fresh memory, the pool never holds more than one memtable's
-// worth, and Close gives every chunk back.
+// through take the chunk the pool kept from the ones already flushed
+// instead of mapping it fresh, the pool never holds more than
+// memPoolChunks, and Close gives every chunk back.
 func TestMemtableChunksReusedAcrossRotations(t *testing.T) {
 	base := arenaBytes()
 	db := openTestDB(t, "", clock.NewManual(epoch), func(o *Options) {
 		o.Storage = storage.NewMem()
-		o.MemtableSize = 2 << 20 // the pool keeps up to 2 chunks
+		o.MemtableSize = 2 << 20
 		o.DisableAutoCompaction = true
 	})
 	// Each round fills a memtable's arena to 2 chunks (1500 rows of about
@@ -34,8 +34,8 @@ func TestMemtableChunksReusedAcrossRotations(t *testing.T) {
 		if err := db.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		if s := db.memPool.Stats(); s.Pooled > 2 {
-			t.Fatalf("round %d: pool holds %d chunks, more than one memtable's 2", r, s.Pooled)
+		if s := db.memPool.Stats(); s.Pooled > memPoolChunks {
+			t.Fatalf("round %d: pool holds %d chunks, more than %d", r, s.Pooled, memPoolChunks)
 		}
 	}
 	s := db.memPool.Stats()
@@ -46,11 +46,12 @@ func TestMemtableChunksReusedAcrossRotations(t *testing.T) {
 	// A flush wakes Flush just before it releases its memtable, so a
 	// round may find the previous round's chunks not yet back. Round k's
 	// memtable is surely released before round k+2 fills, so of any two
-	// rounds from the third on, one reuses a memtable's chunks; and chunks
+	// rounds from the third on, one reuses the pooled chunks; and chunks
 	// are mapped only while at most two memtables (flushing and active)
-	// hold any.
-	if s.Reused < (rounds-2)/2*chunksPerRound || s.Fresh-s.Freed > 2*chunksPerRound {
-		t.Fatalf("%+v: want at least %d reused and at most %d mapped", s, (rounds-2)/2*chunksPerRound, 2*chunksPerRound)
+	// and the pool hold any.
+	wantReused := uint64((rounds - 2) / 2 * memPoolChunks)
+	if s.Reused < wantReused || s.Fresh-s.Freed > 2*chunksPerRound+memPoolChunks {
+		t.Fatalf("%+v: want at least %d reused and at most %d mapped", s, wantReused, 2*chunksPerRound+memPoolChunks)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

@@ -25,19 +25,18 @@ const (
 const defaultObjectReadAhead = 1 << 20
 
 // DefaultMemtableSize is the MemtableSize used when Options leaves it zero:
-// 8 MiB. Measured in docs/benchmarks.md ("Default memtable 8 MiB"): against
-// 16 MiB it cuts the peak RSS of a 1M-row fill by another 10-15 MB (64-76
-// MB against 74-94 MB, same code, idle machine) while sequential, random
-// and batched loads stay ahead of Pebble's, and TTL churn still drops its
-// level-0 tables whole (space amplification 0.79). That holds because
-// flushes keep up (memtable walk, arena and B-tree node recycling), short-
-// lived TTL tables may fill a larger level 0 while they are forecast to be
-// dropped whole (RFC 0004), and below 16 MiB the default level-0 stall
-// thresholds double (l0StallScale), without which 8 MiB random overwrites
-// paid write amplification 5.2 against 3.1 and were slowed down. Services
-// that ingest in large bursts and care more about write amplification than
-// memory can set 16 or 64 MiB.
-const DefaultMemtableSize = 8 << 20
+// 6 MiB. With frozen memtables, write buffers and table indexes outside the
+// Go heap, and one pooled arena chunk, a 1M-row fill then peaks at or below
+// Pebble's RSS with its 4 MiB memtables while sequential, random and batched
+// loads stay ahead of it (docs/benchmarks.md, "Memtable 6 MiB, one pooled
+// chunk"); 8 MiB peaked 1-6 MB above it, 4-5 MiB lost random overwrites
+// (write amplification 5 against 3). TTL churn still drops its level-0
+// tables whole: short-lived TTL tables may fill a larger level 0 while they
+// are forecast to be dropped whole (RFC 0004), and below 16 MiB the default
+// level-0 stall thresholds double (l0StallScale). Services that ingest in
+// large bursts and care more about write amplification than memory can set
+// 16 or 64 MiB.
+const DefaultMemtableSize = 6 << 20
 
 // l0StallReferenceMemtable is the memtable size the default level-0 stall
 // thresholds (8 and 12 files) are meant for: 16 MiB.
@@ -142,7 +141,7 @@ type Options struct {
 
 	// MemtableSize is the size in bytes at which the active memtable is
 	// frozen and scheduled for flushing. Default: DefaultMemtableSize
-	// (8 MiB). A memtable's rows live in arena memory outside the Go heap
+	// (6 MiB). A memtable's rows live in arena memory outside the Go heap
 	// (its size, counted in whole 1 MiB chunks) and its B-tree index on the
 	// heap (about 25-50 bytes per row); up to 1 + MaxImmutableMemtables
 	// memtables are alive at once, so write-path memory grows with this size.
@@ -212,7 +211,7 @@ type Options struct {
 	L0CompactionThreshold int
 	// L0SlowdownWritesThreshold is the number of level-0 files at which
 	// each commit waits 1ms, to let compaction catch up. Default: 8 times
-	// l0StallScale: 16 with a MemtableSize below 16 MiB (the default 8 MiB),
+	// l0StallScale: 16 with a MemtableSize below 16 MiB (the default 6 MiB),
 	// 8 from 16 MiB up.
 	// With a MemtableSize below 64 MiB, short-lived TTL tables (RFC 0004)
 	// count as a fraction of a file here and in L0StopWritesThreshold

@@ -204,7 +204,7 @@ func BenchmarkRotatingMemtables(b *testing.B) {
 			b.Run(name, func(b *testing.B) {
 				var pool *Pool
 				if pooled {
-					pool = NewPool(memSize)
+					pool = NewPool(memSize, -1)
 					defer pool.Close()
 				}
 				rng := rand.New(rand.NewSource(1))

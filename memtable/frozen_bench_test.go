@@ -28,7 +28,7 @@ func randomMemtable(n int, pool *Pool, frozen bool) *Memtable {
 // rotation adds to the flush goroutine. The memtable is rebuilt outside
 // the timer.
 func BenchmarkFreeze(b *testing.B) {
-	pool := NewPool(8 << 20)
+	pool := NewPool(8<<20, -1)
 	defer pool.Close()
 	var cpu int64
 	for b.Loop() {

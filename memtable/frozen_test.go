@@ -73,7 +73,7 @@ func fillRandom(m *Memtable, rng *rand.Rand, rows int) []format.Row {
 // freeze; the frozen walk is also checked against a sorted reference.
 func TestFrozenReadsMatchTree(t *testing.T) {
 	for _, seed := range []int64{1, 2} {
-		pool := NewPool(8 << 20)
+		pool := NewPool(8<<20, -1)
 		frozen, tree := NewPooled(1, pool), New(2)
 		ref := fillRandom(frozen, rand.New(rand.NewSource(seed)), 3000)
 		fillRandom(tree, rand.New(rand.NewSource(seed)), 3000)
@@ -149,7 +149,7 @@ func TestIteratorsAcrossFreeze(t *testing.T) {
 func TestConcurrentReadersDuringFreeze(t *testing.T) {
 	const n = 4000
 	key := func(i int) []byte { return fmt.Appendf(nil, "a-long-shared-prefix-%06d", i) }
-	pool := NewPool(1 << 20)
+	pool := NewPool(1<<20, -1)
 	defer pool.Close()
 	for round := range 4 {
 		m := NewPooled(1, pool)
@@ -212,7 +212,7 @@ func TestConcurrentReadersDuringFreeze(t *testing.T) {
 func TestFreezeMemoryAndWrites(t *testing.T) {
 	b0, n0 := manual.Allocated()
 	a0 := ArenaBytes()
-	pool := NewPool(8 << 20)
+	pool := NewPool(8<<20, -1)
 	rows := make([]format.Row, 5000)
 	for i := range rows {
 		rows[i] = format.Row{Key: fmt.Appendf(nil, "k%08d", i*7919%100000), Seq: uint64(i + 1), Value: []byte("v")}

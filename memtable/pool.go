@@ -64,24 +64,28 @@ type PoolStats struct {
 	PooledBytes int64
 }
 
-// NewPool returns a pool that keeps at most maxBytes of chunks, rounded
-// up to whole chunks (1 MiB), and the B-tree nodes of at most one memtable
-// of Size maxBytes. A database sizes it to one memtable: see RFC 0003 for
-// why that never raises peak memory. maxBytes <= 0 keeps nothing (every
-// chunk is freed when released, as without a pool).
-func NewPool(maxBytes int64) *Pool {
-	limit := 0
-	if maxBytes > 0 {
-		limit = int((maxBytes + arenaChunk - 1) / arenaChunk)
+// NewPool returns a pool for the memtables of one database whose memtables
+// have Size memtableSize: it keeps the B-tree nodes of at most one such
+// memtable, and at most maxChunks arena chunks (1 MiB each); maxChunks < 0
+// keeps as many chunks as one such memtable holds. memtableSize <= 0 keeps
+// nothing (every chunk is freed when released, as without a pool).
+//
+// Pooled chunks stay resident between memtables, so every chunk the pool
+// may keep is memory a database holds even while its memtables are nearly
+// empty; a database keeps one (RFC 0003, "Memtable recycling").
+func NewPool(memtableSize int64, maxChunks int) *Pool {
+	if memtableSize <= 0 {
+		return &Pool{}
+	}
+	limit := maxChunks
+	if limit < 0 {
+		limit = int((memtableSize + arenaChunk - 1) / arenaChunk)
 	}
 	p := &Pool{limit: limit}
-	if maxBytes > 0 {
-		// A row counts at least indexOverhead+recordHeader toward Size,
-		// and a node other than the root holds at least btreeDegree-1
-		// entries: this many nodes index the rows of any memtable of
-		// Size maxBytes.
-		p.nodes.Store(btree.NewFreeListG[entry](int(maxBytes/((indexOverhead+recordHeader)*(btreeDegree-1))) + 1))
-	}
+	// A row counts at least indexOverhead+recordHeader toward Size, and a
+	// node other than the root holds at least btreeDegree-1 entries: this
+	// many nodes index the rows of any memtable of Size memtableSize.
+	p.nodes.Store(btree.NewFreeListG[entry](int(memtableSize/((indexOverhead+recordHeader)*(btreeDegree-1))) + 1))
 	return p
 }
 

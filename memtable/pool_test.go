@@ -50,7 +50,7 @@ func checkPooled(t *testing.T, m *Memtable, rows, gen int) {
 // count unchanged and reads back only its own rows.
 func TestPoolReusesReleasedChunks(t *testing.T) {
 	base := ArenaBytes()
-	pool := NewPool(4 * arenaChunk)
+	pool := NewPool(4*arenaChunk, -1)
 	const rows = 2500 // 3 chunks
 	m0 := fillPooled(pool, rows, 0)
 	s := pool.Stats()
@@ -89,8 +89,8 @@ func TestPoolReusesReleasedChunks(t *testing.T) {
 // never keeps an oversized record's chunk; a zero-size pool keeps nothing.
 func TestPoolBound(t *testing.T) {
 	base := ArenaBytes()
-	pool := NewPool(2*arenaChunk + 1) // rounds up to 3 chunks
-	m := fillPooled(pool, 5500, 0)    // 6 chunks
+	pool := NewPool(2*arenaChunk+1, -1) // rounds up to 3 chunks
+	m := fillPooled(pool, 5500, 0)      // 6 chunks
 	big := bytes.Repeat([]byte("B"), arenaChunk/2)
 	m.Add(&format.Row{Key: []byte("big"), Seq: 9999, Value: big}) // a chunk of its own
 	if got := ArenaBytes() - base; got != 6*arenaChunk+int64(len(big))+int64(recordHeader+3) {
@@ -105,7 +105,7 @@ func TestPoolBound(t *testing.T) {
 	}
 	pool.Close()
 
-	none := NewPool(0)
+	none := NewPool(0, -1)
 	m = fillPooled(none, 1500, 1)
 	m.Unref()
 	if s := none.Stats(); s.Pooled != 0 || s.Fresh != 2 || s.Freed != 2 {
@@ -116,12 +116,40 @@ func TestPoolBound(t *testing.T) {
 	}
 }
 
+// TestPoolChunkLimit: a pool with an explicit chunk limit keeps that many
+// chunks of a released memtable, frees the rest, and still recycles the
+// released tree's nodes for the next memtable of its size.
+func TestPoolChunkLimit(t *testing.T) {
+	base := ArenaBytes()
+	pool := NewPool(8*arenaChunk, 1)
+	m := fillPooled(pool, 5500, 0) // 6 chunks
+	m.Unref()
+	if s := pool.Stats(); s.Pooled != 1 || s.Freed != 5 {
+		t.Fatalf("after Unref: %+v, want 1 pooled, 5 freed", s)
+	}
+	if got := ArenaBytes() - base; got != arenaChunk {
+		t.Fatalf("pool holds %d arena bytes, want %d", got, arenaChunk)
+	}
+	if !pool.open() || pool.nodeList() == nil {
+		t.Fatal("a pool with a chunk limit of 1 keeps no node free list")
+	}
+	m = fillPooled(pool, 5500, 1)
+	if s := pool.Stats(); s.Reused != 1 || s.Fresh != 11 {
+		t.Fatalf("second memtable: %+v, want 1 reused and 11 fresh chunks in all", s)
+	}
+	m.Unref()
+	pool.Close()
+	if got := ArenaBytes(); got != base {
+		t.Fatalf("%d arena bytes left", got-base)
+	}
+}
+
 // TestPoolLateReleaseAfterClose: a memtable still referenced when its
 // pool closes (an iterator that outlived the database) stays readable, and
 // its chunks are freed, not pooled, at its last Unref.
 func TestPoolLateReleaseAfterClose(t *testing.T) {
 	base := ArenaBytes()
-	pool := NewPool(8 * arenaChunk)
+	pool := NewPool(8*arenaChunk, -1)
 	fillPooled(pool, 1500, 0).Unref() // 2 chunks pooled
 	m := fillPooled(pool, 2500, 1)    // reuses them and maps 1 more
 	pool.Close()
@@ -147,7 +175,7 @@ func TestPoolLateReleaseAfterClose(t *testing.T) {
 // as a wrong row (or, under -race, a data race).
 func TestPoolConcurrentRotation(t *testing.T) {
 	base := ArenaBytes()
-	pool := NewPool(3 * arenaChunk)
+	pool := NewPool(3*arenaChunk, -1)
 	const gens, rows, readers = 24, 1200, 3
 	type held struct {
 		m   *Memtable
@@ -206,7 +234,7 @@ func TestPoolReusesTreeNodes(t *testing.T) {
 	for i := range rows {
 		rows[i] = format.Row{Key: fmt.Appendf(nil, "k%08d", rng.Intn(1e8)), Seq: uint64(i + 1), Value: []byte("v")}
 	}
-	pool := NewPool(8 << 20)
+	pool := NewPool(8<<20, -1)
 	mallocs := func() (uint64, *Memtable) { return fillCountingMallocs(pool, rows) }
 	fresh, m := mallocs()
 	m.Unref()
