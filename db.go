@@ -30,13 +30,12 @@ import (
 )
 
 // memPoolChunks is how many arena chunks (1 MiB each) a database keeps
-// between memtables. Pooled chunks stay resident, so a pool of a whole
-// memtable's chunks held that much memory through every flush, when the
-// flushing memtable and the new one are resident as well: at 6 MiB
-// memtables it raised the fills' peak RSS by 2-4 MB (docs/benchmarks.md,
-// "Memtable 6 MiB, one pooled chunk"). One chunk still spares the first
-// chunk of each memtable its mapping on the commit path.
-const memPoolChunks = 1
+// between memtables: -1, as many as one memtable holds. Pooled chunks stay
+// resident, so at 6 MiB memtables this holds 2-6 MB more at the fills' peak
+// than one chunk would, but one chunk maps the rest of every memtable's
+// chunks on the commit path, and that cost batched loads 6-10% of their
+// throughput (docs/benchmarks.md, "Memtable 6 MiB, one pooled chunk").
+const memPoolChunks = -1
 
 // DB is an open database. Open one with Open and release it with Close.
 type DB struct {
@@ -54,9 +53,9 @@ type DB struct {
 	// readAheadAfter is sstable.ReaderOptions.ReadAheadAfter: on a local
 	// directory an iterator reads ahead only once a scan is long.
 	readAheadAfter int
-	// memPool recycles the B-tree nodes of released memtables, and up to
-	// memPoolChunks of their arena chunks, for new ones (newMemtable);
-	// Close empties it.
+	// memPool recycles the B-tree nodes and arena chunks of released
+	// memtables (up to one memtable's worth, memPoolChunks) for new ones
+	// (newMemtable); Close empties it.
 	memPool *memtable.Pool
 
 	// Commit pipeline. commitMu is held by the leader of a commit group; it

@@ -25,12 +25,12 @@ const (
 const defaultObjectReadAhead = 1 << 20
 
 // DefaultMemtableSize is the MemtableSize used when Options leaves it zero:
-// 6 MiB. With frozen memtables, write buffers and table indexes outside the
-// Go heap, and one pooled arena chunk, a 1M-row fill then peaks at or below
-// Pebble's RSS with its 4 MiB memtables while sequential, random and batched
-// loads stay ahead of it (docs/benchmarks.md, "Memtable 6 MiB, one pooled
-// chunk"); 8 MiB peaked 1-6 MB above it, 4-5 MiB lost random overwrites
-// (write amplification 5 against 3). TTL churn still drops its level-0
+// 6 MiB. With frozen memtables and write buffers and table indexes outside
+// the Go heap, a 1M-row fill then peaks within a few MB of Pebble's RSS with
+// its 4 MiB memtables while sequential, random and batched loads stay ahead
+// of it (docs/benchmarks.md, "Memtable 6 MiB, one pooled chunk"); 8 MiB
+// peaked 2-8 MB above it, 4-5 MiB lost random overwrites (write
+// amplification 5 against 3). TTL churn still drops its level-0
 // tables whole: short-lived TTL tables may fill a larger level 0 while they
 // are forecast to be dropped whole (RFC 0004), and below 16 MiB the default
 // level-0 stall thresholds double (l0StallScale). Services that ingest in

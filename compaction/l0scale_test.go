@@ -30,7 +30,7 @@ func TestShortLivedScale(t *testing.T) {
 		memtable int64
 		scale    int
 	}{
-		{0, 1}, {256 << 20, 1}, {64 << 20, 1}, {48 << 20, 2}, {32 << 20, 2}, {16 << 20, 4}, {8 << 20, 4}, {64 << 10, 4},
+		{0, 1}, {256 << 20, 1}, {64 << 20, 1}, {48 << 20, 2}, {32 << 20, 2}, {16 << 20, 4}, {12 << 20, 6}, {8 << 20, 8}, {6 << 20, 8}, {64 << 10, 8},
 	} {
 		o.MemtableSize = c.memtable
 		if s := ShortLivedScale(&o); s != c.scale {

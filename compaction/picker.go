@@ -213,13 +213,14 @@ func Scores(v *Levels, o *PickerOptions, now int64) [NumLevels]float64 {
 const ShortLivedReferenceMemtable = 64 << 20
 
 // MaxShortLivedScale caps ShortLivedScale, and with it how many level-0
-// files a point read may have to probe in a TTL stream.
-const MaxShortLivedScale = 4
+// files a point read may have to probe in a TTL stream (80 with the
+// default thresholds).
+const MaxShortLivedScale = 8
 
 // ShortLivedScale is how many times more short-lived tables level 0 may
 // hold than with ShortLivedReferenceMemtable: the reference size over
-// MemtableSize, rounded up, between 1 and MaxShortLivedScale (1, 4, 4 for
-// 64, 16 and 8 MiB). A TTL stream makes tables at a rate set by its bytes
+// MemtableSize, rounded up, between 1 and MaxShortLivedScale (1, 4, 8, 8
+// for 64, 16, 8 and 6 MiB). A TTL stream makes tables at a rate set by its bytes
 // per second and the memtable size, so the number of tables alive during
 // one TTL grows as the memtable shrinks while their bytes stay the same; a
 // fixed file limit would merge them into the base level before they expire

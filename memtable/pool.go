@@ -72,7 +72,8 @@ type PoolStats struct {
 //
 // Pooled chunks stay resident between memtables, so every chunk the pool
 // may keep is memory a database holds even while its memtables are nearly
-// empty; a database keeps one (RFC 0003, "Memtable recycling").
+// empty; a database keeps one memtable's worth, which spares the commit
+// path the mapping of every chunk (RFC 0003, "Chunk recycling").
 func NewPool(memtableSize int64, maxChunks int) *Pool {
 	if memtableSize <= 0 {
 		return &Pool{}
