@@ -7,9 +7,11 @@
 // first 16 bytes as two integers and its length, so most comparisons never
 // touch the arena, and the garbage collector never scans the tree's nodes or
 // the arena. Once the memtable takes no more writes, Freeze swaps the tree
-// for a sorted array of the same entries outside the Go heap (frozen.go). It accepts writes from one goroutine at a time (the engine's
-// commit leader) while any number of readers and iterators run concurrently. Rows are never removed, so a
-// reader that filters by sequence number sees a consistent view.
+// for a sorted array of the same entries outside the Go heap (frozen.go).
+// It accepts writes from one goroutine at a time (the engine's commit
+// leader) while any number of readers and iterators run concurrently. Rows
+// are never removed, so a reader that filters by sequence number sees a
+// consistent view.
 //
 // Lifetime: the arena lives outside the Go heap and is freed by hand. New
 // returns a memtable holding one reference; each holder that may still read

@@ -70,7 +70,7 @@ func (s *stripedCounter) load() uint64 {
 // is on the Go heap, so checking the count of a block that was freed is
 // always safe.
 type cachedBlock struct {
-	refs   atomic.Int32
+	refs   refCount
 	clock  atomic.Uint32 // CLOCK referenced bit
 	key    cacheKey
 	weight int64
@@ -79,17 +79,7 @@ type cachedBlock struct {
 }
 
 // tryRef takes a reference unless the count already reached zero.
-func (cb *cachedBlock) tryRef() bool {
-	for {
-		n := cb.refs.Load()
-		if n <= 0 {
-			return false
-		}
-		if cb.refs.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
+func (cb *cachedBlock) tryRef() bool { return cb.refs.tryRef() }
 
 // unref drops a reference, freeing the block's memory with the last one.
 // A nil cb (a block outside the cache) has nothing to drop.
@@ -97,12 +87,9 @@ func (cb *cachedBlock) unref() {
 	if cb == nil {
 		return
 	}
-	switch n := cb.refs.Add(-1); {
-	case n == 0:
+	if cb.refs.release("cached block") {
 		cb.alloc.Free(cb.buf)
 		cb.buf = slab.Buf{}
-	case n < 0:
-		panic("sstable: cached block released more often than referenced")
 	}
 }
 

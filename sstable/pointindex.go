@@ -28,7 +28,6 @@ package sstable
 import (
 	"bytes"
 	"encoding/binary"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/mayflydb/mayfly/format"
@@ -50,8 +49,8 @@ type pointIndex struct {
 	common  []byte        // the user-key prefix every separator starts with
 	heads   []uint64      // keyHead of each separator's user key
 
-	mem  metaBuf      // the buffer the arrays are carved from
-	refs atomic.Int32 // references; 0 once freed
+	mem  metaBuf  // the buffer the arrays are carved from
+	refs refCount // references; 0 once freed
 }
 
 // keyHead returns the 8 bytes of ukey after its first c (which it must
@@ -134,21 +133,11 @@ func buildPointIndex(data []byte, file string, blockOff int64, dataEnd uint64) (
 
 // tryRef takes a reference to px for reading its arrays, unless px has been
 // freed; it reports whether it did.
-func (px *pointIndex) tryRef() bool {
-	for {
-		n := px.refs.Load()
-		if n <= 0 {
-			return false
-		}
-		if px.refs.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
+func (px *pointIndex) tryRef() bool { return px.refs.tryRef() }
 
 // unref drops a reference; the last one frees the arrays.
 func (px *pointIndex) unref() {
-	if px.refs.Add(-1) != 0 {
+	if !px.refs.release("point index") {
 		return
 	}
 	px.keys, px.ends, px.handles, px.common, px.heads = nil, nil, nil, nil, nil
