@@ -88,43 +88,18 @@ func newRawIndex(data []byte, file string, blockOff int64, dataEnd uint64) (*raw
 }
 
 // entry decodes entry i (0 <= i < n): its internal key and its handle. ok
-// is false only if the block changed since newRawIndex checked it.
+// is false only if the block changed since newRawIndex checked it. It
+// decodes with a blockIter of its own, so copies of a cursor over x stay
+// independent; the key of a restart entry aliases the block, so nothing is
+// copied.
 func (x *rawIndex) entry(i int) (key []byte, h blockHandle, ok bool) {
-	data, limit := x.data, x.restarts
-	off := int(binary.LittleEndian.Uint32(data[x.restarts+4*i:]))
-	shared, p := uvarintAt(data, off, limit)
-	if p < 0 || shared != 0 {
+	it := blockIter{data: x.data, restarts: x.restarts, numRestarts: x.n, file: x.file, blockOff: x.blockOff, isIndex: true}
+	off := it.restartOffset(i)
+	if off < 0 || !it.decodeAt(off) || it.shared != 0 {
 		return nil, h, false
 	}
-	unshared, p := uvarintAt(data, p, limit)
-	if p < 0 {
-		return nil, h, false
-	}
-	vlen, p := uvarintAt(data, p, limit)
-	if p < 0 || unshared > uint64(limit-p) {
-		return nil, h, false
-	}
-	key = data[p : p+int(unshared) : p+int(unshared)]
-	p += int(unshared)
-	_, _, flags, ok := format.SplitInternalKey(key)
-	if !ok {
-		return nil, h, false
-	}
-	if flags&format.FlagHasTS != 0 {
-		if p = skipUvarint(data, p, limit); p < 0 {
-			return nil, h, false
-		}
-	}
-	if flags&format.FlagHasExpire != 0 {
-		if p = skipUvarint(data, p, limit); p < 0 {
-			return nil, h, false
-		}
-	}
-	if vlen > uint64(limit-p) {
-		return nil, h, false
-	}
-	h, ok = decodeHandle(data[p : p+int(vlen)])
-	return key, h, ok
+	h, ok = decodeHandle(it.row.Value)
+	return it.key, h, ok
 }
 
 // seek returns the first entry whose key is >= ikey (n if none), or -1 if
