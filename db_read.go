@@ -12,7 +12,7 @@ import (
 // Get returns the value of key, or ErrNotFound if the key has no live value
 // (never written, deleted or expired). The returned slice is the caller's.
 func (db *DB) Get(key []byte) ([]byte, error) {
-	r, err := db.lookup(key, latestSeq, db.clock.NowMillis(), true)
+	r, err := db.lookup(key, latestSeq, nowUnread, true)
 	if err != nil {
 		return nil, err
 	}
@@ -55,8 +55,16 @@ func (db *DB) ttlAt(key []byte, seq uint64, now int64) (time.Duration, bool, err
 // snapshot's sequence number (which may be 0 in an empty database).
 const latestSeq = ^uint64(0)
 
+// nowUnread asks lookup to read the clock itself, and only if the row it
+// found has an expiry: most rows have none, and a clock read is a system
+// call's worth of work (vDSO) on every Get. The time a Get is judged at is
+// then an instant during the call, after the lookup, rather than before
+// it; either is a time the Get was in progress.
+const nowUnread = math.MinInt64
+
 // lookup finds the newest version of key visible at seq (latestSeq: the
-// latest committed state) and returns it if it is live at now. The row's
+// latest committed state) and returns it if it is live at now (nowUnread:
+// the clock's time once the row is found). The row's
 // bytes may alias a memtable arena, which only the read state keeps alive,
 // or a cached block, which only its block reference does, so none leave:
 // the returned row has no Key, and its Value is a fresh copy the caller
@@ -84,6 +92,9 @@ func (db *DB) lookup(key []byte, seq uint64, now int64, withValue bool) (format.
 	db.metrics.gets.Add(1)
 	if !found || r.IsTombstone() {
 		return format.Row{}, ErrNotFound
+	}
+	if r.HasExpiry() && now == nowUnread {
+		now = db.clock.NowMillis()
 	}
 	if r.ExpiredAt(now) {
 		db.metrics.expiredOnRead.Add(1)
