@@ -17,6 +17,12 @@ package sstable
 // bytes of its user key that follow the prefix all separators share,
 // zero-padded, as a big-endian integer. Heads sit in one dense array; a
 // probe compares heads and reads the full key only when they are equal.
+// The search is two-level: first over tops, every topStride-th head (one
+// per 64-byte line of heads, an eighth of their size, so small enough to
+// stay in the CPU cache between lookups), then within the one line of
+// heads that group spans. A lookup thus touches one line of heads, where
+// a binary search over all of them touched one cold line per probe of its
+// last several levels.
 //
 // The arrays hold no pointers, so they are carved from one buffer outside
 // the Go heap (metabuf.go), where a byte of index costs one byte of resident
@@ -35,7 +41,9 @@ import (
 
 // pointIndex is the decoded index of a table. Its arrays are carved from one
 // metadata buffer (metabuf.go: outside the Go heap unless small), laid out
-// heads, handles, ends, keys, so each array is aligned for its type.
+// heads, tops, handles, ends, keys, so each array is aligned for its type
+// (and, the buffer being line-aligned when it is outside the Go heap, each
+// group of topStride heads fills one cache line).
 //
 // It is reference-counted: its builder holds the first reference (the
 // Reader, or the compaction iterator a private one is built for) and every
@@ -48,6 +56,7 @@ type pointIndex struct {
 	handles []blockHandle // handle of data block i
 	common  []byte        // the user-key prefix every separator starts with
 	heads   []uint64      // keyHead of each separator's user key
+	tops    []uint64      // heads[topStride*j] for each j: the group leaders
 
 	mem  metaBuf  // the buffer the arrays are carved from
 	refs refCount // references; 0 once freed
@@ -94,9 +103,11 @@ func buildPointIndex(data []byte, file string, blockOff int64, dataEnd uint64) (
 		return px, nil
 	}
 	const perEntry = 8 + int(unsafe.Sizeof(blockHandle{})) + 4
-	px.mem = newMetaBuf(int(n)*perEntry + int(keyBytes))
+	groups := (int(n) + topStride - 1) / topStride
+	px.mem = newMetaBuf(int(n)*perEntry + 8*groups + int(keyBytes))
 	rest := px.mem.b
 	px.heads, rest = carve[uint64](rest, int(n))
+	px.tops, rest = carve[uint64](rest, groups)
 	px.handles, rest = carve[blockHandle](rest, int(n))
 	px.ends, rest = carve[uint32](rest, int(n))
 	px.keys = rest[:0:len(rest)]
@@ -128,6 +139,9 @@ func buildPointIndex(data []byte, file string, blockOff int64, dataEnd uint64) (
 	for i := range px.heads {
 		px.heads[i] = keyHead(px.userKey(i), c)
 	}
+	for j := range px.tops {
+		px.tops[j] = px.heads[j*topStride]
+	}
 	return px, nil
 }
 
@@ -140,7 +154,7 @@ func (px *pointIndex) unref() {
 	if !px.refs.release("point index") {
 		return
 	}
-	px.keys, px.ends, px.handles, px.common, px.heads = nil, nil, nil, nil, nil
+	px.keys, px.ends, px.handles, px.common, px.heads, px.tops = nil, nil, nil, nil, nil, nil
 	px.mem.free()
 }
 
@@ -161,11 +175,15 @@ func (px *pointIndex) key(i int) []byte {
 	return px.keys[start:px.ends[i]:px.ends[i]]
 }
 
+// topStride is how many heads a group leader in tops stands for: 8 heads
+// of 8 bytes are one 64-byte cache line.
+const topStride = 8
+
 // seek returns the index of the first block whose separator is >= ikey,
 // or len() if there is none.
 func (px *pointIndex) seek(ikey []byte) int {
-	lo, hi := 0, len(px.ends)
-	if hi == 0 {
+	n := len(px.ends)
+	if n == 0 {
 		return 0
 	}
 	ukey := ikey[:len(ikey)-format.TrailerLen]
@@ -175,9 +193,30 @@ func (px *pointIndex) seek(ikey []byte) int {
 		if bytes.Compare(ukey, px.common) < 0 {
 			return 0
 		}
-		return hi
+		return n
 	}
 	h := keyHead(ukey, c)
+	// The first group whose leader is >= ikey: every separator before the
+	// previous leader is below ikey, and the answer is at most this leader.
+	lo, hi := 0, len(px.tops)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		less := px.tops[m] < h
+		if px.tops[m] == h {
+			less = format.CompareInternal(px.key(m*topStride), ikey) < 0
+		}
+		if less {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return 0
+	}
+	// Separator (lo-1)*topStride is below ikey; search the rest of its
+	// group, up to the next leader (or the end).
+	lo, hi = (lo-1)*topStride+1, min(lo*topStride, n)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		less := px.heads[m] < h

@@ -77,3 +77,38 @@ func TestPointIndexSeek(t *testing.T) {
 		})
 	}
 }
+
+// TestPointIndexSeekSmall checks the two-level search on indexes of 1 to
+// 3*topStride+1 blocks (a partial last group, a single group, none
+// complete) against a linear search, for every stored key, the keys
+// between them and keys outside the table.
+func TestPointIndexSeekSmall(t *testing.T) {
+	for nblocks := 1; nblocks <= 3*topStride+1; nblocks++ {
+		var rows []format.Row
+		for i := range nblocks {
+			rows = append(rows, format.Row{Key: fmt.Appendf(nil, "k%03d", 2*i+1), Seq: 5, Value: []byte("v")})
+		}
+		data, _ := buildTable(t, rows, WriterOptions{BlockSize: 1}) // one row per block
+		r := openTable(t, data, nil)
+		px := mustIndex(t, r)
+		if px.len() != nblocks || len(px.tops) != (nblocks+topStride-1)/topStride {
+			t.Fatalf("%d rows: %d blocks, %d tops", nblocks, px.len(), len(px.tops))
+		}
+		for k := 0; k <= 2*nblocks+1; k++ {
+			for _, seq := range []uint64{4, 5, 6} {
+				ikey := format.SeekKey(nil, fmt.Appendf(nil, "k%03d", k), seq)
+				want := px.len()
+				for i := range px.len() {
+					if format.CompareInternal(px.key(i), ikey) >= 0 {
+						want = i
+						break
+					}
+				}
+				if got := px.seek(ikey); got != want {
+					t.Fatalf("%d blocks: seek(k%03d, %d) = %d, want %d", nblocks, k, seq, got, want)
+				}
+			}
+		}
+		r.Close()
+	}
+}
