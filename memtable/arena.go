@@ -56,21 +56,22 @@ var arenaBytes atomic.Int64
 // that every memtable is given back.
 func ArenaBytes() int64 { return arenaBytes.Load() }
 
-// newChunk returns n freshly mapped arena bytes, counted in arenaBytes.
-func newChunk(n int) []byte {
+// newChunk returns n freshly mapped arena bytes, counted in arenaBytes and
+// under purpose p (manual.PurposeMemtableArena or PurposeMemtableFrozen).
+func newChunk(p manual.Purpose, n int) []byte {
 	arenaBytes.Add(int64(n))
-	return manual.NewResident(n)
+	return manual.NewResidentFor(p, n)
 }
 
 // reserve returns the chunk index and offset of n fresh arena bytes. Caller
 // holds mu for writing.
 func (m *Memtable) reserve(n int) (chunk, off int) {
 	if n > arenaChunk/4 {
-		m.chunks = append(m.chunks, newChunk(n))
+		m.chunks = append(m.chunks, newChunk(manual.PurposeMemtableArena, n))
 		return len(m.chunks) - 1, 0
 	}
 	if m.cur < 0 || arenaChunk-m.curLen < n {
-		m.chunks = append(m.chunks, m.pool.get())
+		m.chunks = append(m.chunks, m.pool.get(manual.PurposeMemtableArena))
 		m.cur, m.curLen = len(m.chunks)-1, 0
 	}
 	off = m.curLen
@@ -81,7 +82,7 @@ func (m *Memtable) reserve(n int) (chunk, off int) {
 // freeArena hands every chunk to the pool, which keeps or frees it. Caller
 // holds mu for writing and the last reference.
 func (m *Memtable) freeArena() {
-	m.pool.release(m.chunks)
+	m.pool.release(manual.PurposeMemtableArena, m.chunks)
 	clear(m.chunks)
 	m.chunks, m.cur, m.curLen = nil, -1, 0
 }

@@ -94,7 +94,7 @@ func buildPointIndex(data []byte, file string, blockOff int64, dataEnd uint64) (
 		return px, nil
 	}
 	const perEntry = 8 + int(unsafe.Sizeof(blockHandle{})) + 4
-	px.mem = newMetaBuf(int(n)*perEntry + int(keyBytes))
+	px.mem = newPointIndexBuf(int(n)*perEntry + int(keyBytes))
 	rest := px.mem.b
 	px.heads, rest = carve[uint64](rest, int(n))
 	px.handles, rest = carve[blockHandle](rest, int(n))
