@@ -14,8 +14,8 @@ import (
 // Each field is read on its own, so under concurrent activity they may be
 // off from each other by what changed while reading.
 type MemoryMetrics struct {
-	// MemtableArena is the arena chunks (1 MiB each, resident in full)
-	// holding the records of memtables, active and immutable.
+	// MemtableArena is the arena chunks (memtable.ChunkSize each, resident
+	// in full) holding the records of memtables, active and immutable.
 	MemtableArena int64
 	// MemtableFrozen is the chunks holding frozen memtables' sorted entry
 	// arrays (24 bytes per row, carved from whole chunks).

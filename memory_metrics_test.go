@@ -66,7 +66,7 @@ func TestMetricsMemory(t *testing.T) {
 	}
 	m := db.Metrics().Memory
 	checkMemoryTotals(t, "after writes", m)
-	if m.MemtableArena-start.MemtableArena < 1<<20 {
+	if m.MemtableArena-start.MemtableArena < memtable.ChunkSize {
 		t.Fatalf("after writes: memtable arena %d bytes, want at least the active memtable's chunk", m.MemtableArena)
 	}
 	if m.WAL-start.WAL <= 0 {

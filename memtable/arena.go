@@ -26,8 +26,19 @@ import (
 // readers alias them, until the memtable's last reference is dropped (Unref)
 // and every chunk is freed or pooled.
 
-// arenaChunk is the size of each shared arena chunk.
-const arenaChunk = 1 << 20
+// arenaChunk is the size of each shared arena chunk. Chunks are resident
+// in full (NewResident), so the unused tail of a memtable's last chunk, and
+// of the last chunk of its frozen array, is resident memory that holds
+// nothing: up to a chunk each, per live or pooled memtable. 256 KiB keeps
+// that slack under 1 MiB across the two memtables and the pool of a fill
+// (at 1 MiB it was 1-3 MB of its peak: docs/benchmarks.md, "Memory outside
+// the Go heap"), while a fresh chunk's mmap still amortises over 64 pages
+// and offsets still fit an entry's 20 bits (entry.go).
+const arenaChunk = 256 << 10
+
+// ChunkSize is the size of the arena chunks memtables and Pools hold (a
+// record over a quarter of it gets a chunk of its own size).
+const ChunkSize = arenaChunk
 
 // recordHeader is the fixed part of a record: key and value lengths and
 // the trailer.

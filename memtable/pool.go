@@ -66,7 +66,7 @@ type PoolStats struct {
 
 // NewPool returns a pool for the memtables of one database whose memtables
 // have Size memtableSize: it keeps the B-tree nodes of at most one such
-// memtable, and at most maxChunks arena chunks (1 MiB each); maxChunks < 0
+// memtable, and at most maxChunks arena chunks (ChunkSize each); maxChunks < 0
 // keeps as many chunks as one such memtable holds. memtableSize <= 0 keeps
 // nothing (every chunk is freed when released, as without a pool).
 //

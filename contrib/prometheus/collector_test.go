@@ -112,8 +112,8 @@ func TestCollector(t *testing.T) {
 	}
 	// The active memtable's arena chunk and the WAL's pending buffer are
 	// outside the Go heap.
-	if got[`mayfly_memory_bytes{component="memtable_arena"}`] < 1<<20 || got[`mayfly_memory_bytes{component="wal"}`] <= 0 {
-		t.Errorf("memory_bytes: memtable_arena %v, wal %v; want at least a 1 MiB chunk and a WAL buffer",
+	if got[`mayfly_memory_bytes{component="memtable_arena"}`] <= 0 || got[`mayfly_memory_bytes{component="wal"}`] <= 0 {
+		t.Errorf("memory_bytes: memtable_arena %v, wal %v; want an arena chunk and a WAL buffer",
 			got[`mayfly_memory_bytes{component="memtable_arena"}`], got[`mayfly_memory_bytes{component="wal"}`])
 	}
 
