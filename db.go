@@ -29,7 +29,7 @@ import (
 	"github.com/mayflydb/mayfly/wal"
 )
 
-// memPoolChunks is how many arena chunks (1 MiB each) a database keeps
+// memPoolChunks is how many arena chunks (memtable.ChunkSize) a database keeps
 // between memtables: -1, as many as one memtable holds. Pooled chunks stay
 // resident, so at 6 MiB memtables this holds 2-6 MB more at the fills' peak
 // than one chunk would, but one chunk maps the rest of every memtable's

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mayflydb/mayfly/clock"
+	"github.com/mayflydb/mayfly/memtable"
 	"github.com/mayflydb/mayfly/storage"
 )
 
@@ -17,19 +18,20 @@ func TestMemtableChunksReusedAcrossRotations(t *testing.T) {
 	base := arenaBytes()
 	db := openTestDB(t, "", clock.NewManual(epoch), func(o *Options) {
 		o.Storage = storage.NewMem()
-		o.MemtableSize = 2 << 20
+		o.MemtableSize = 2 * memtable.ChunkSize
 		o.DisableAutoCompaction = true
 	})
-	// Each round fills a memtable's arena to 2 chunks (1500 rows of about
-	// 1 KB) without reaching MemtableSize, then flushes it; the flush's
-	// freeze takes one more chunk for the frozen array (memtable.Freeze).
-	const rounds, rows, chunksPerRound = 8, 1500, 2 + 1
+	// Each round fills a memtable's arena to 2 chunks (1400 rows of about
+	// a thousandth of a chunk) without reaching MemtableSize, then flushes
+	// it; the flush's freeze takes one more chunk for the frozen array
+	// (memtable.Freeze).
+	const rounds, rows, chunksPerRound = 8, 1400, 2 + 1
 	// The pool keeps memPoolChunks, or with -1 one memtable's 2 chunks.
 	poolChunks := uint64(2)
 	if c := memPoolChunks; c >= 0 {
 		poolChunks = uint64(c)
 	}
-	val := bytes.Repeat([]byte{'v'}, 1000)
+	val := bytes.Repeat([]byte{'v'}, memtable.ChunkSize/1000-40)
 	for r := range rounds {
 		for i := range rows {
 			if err := db.Put(fmt.Appendf(nil, "r%d-%06d", r, i), val); err != nil {

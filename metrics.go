@@ -57,7 +57,9 @@ type LevelMetrics struct {
 // since Open.
 type Metrics struct {
 	// MemtableBytes is the size of the active memtable; ImmutableMemtables
-	// and ImmutableBytes describe the frozen ones awaiting flush.
+	// and ImmutableBytes describe the ones awaiting flush (a frozen one
+	// counts its records plus its 24-byte-per-row sorted array, not the
+	// B-tree it no longer has).
 	MemtableBytes      int64
 	ImmutableMemtables int
 	ImmutableBytes     int64
@@ -130,6 +132,11 @@ type Metrics struct {
 	BlockCacheHits, BlockCacheMisses uint64
 	BlockCacheBytes                  int64
 	OpenSnapshots                    int
+
+	// Memory breaks down the memory held outside the Go heap (memtable
+	// arenas, block cache slabs, table indexes, write buffers), for the
+	// whole process; see MemoryMetrics.
+	Memory MemoryMetrics
 }
 
 // WriteAmplification returns bytes written to SSTables (flushes plus
@@ -173,6 +180,7 @@ func (db *DB) Metrics() Metrics {
 		FilterRemoved: c.filterRemoved.Load(), FilterChanged: c.filterChanged.Load(),
 		CompactionsByKind: make(map[string]uint64),
 		FollowRefreshes:   c.followRefreshes.Load(),
+		Memory:            MemoryUsage(),
 	}
 	store := db.store
 	if dc, ok := store.(interface{ Unwrap() storage.Storage }); ok {
@@ -202,7 +210,7 @@ func (db *DB) Metrics() Metrics {
 	}
 	m.ImmutableMemtables = len(db.imm)
 	for _, im := range db.imm {
-		m.ImmutableBytes += im.Size()
+		m.ImmutableBytes += im.MemoryBytes()
 	}
 	m.OpenSnapshots = len(db.snapshots)
 	m.RunningCompactions = db.runningCompactions

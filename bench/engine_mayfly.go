@@ -22,6 +22,7 @@ const memtableEnv = "MAYFLY_BENCH_MEMTABLE_MIB"
 type mayflyEngine struct {
 	db  *mayfly.DB
 	dir string
+	mem *memSampler // the memory breakdown at the highest RSS
 }
 
 func (e *mayflyEngine) Name() string { return "mayfly" }
@@ -45,7 +46,7 @@ func (e *mayflyEngine) Open(dir string, cacheBytes int64, bloom int) error {
 	if err != nil {
 		return err
 	}
-	e.db, e.dir = db, dir
+	e.db, e.dir, e.mem = db, dir, startMemSampler()
 	return nil
 }
 
@@ -100,7 +101,7 @@ func (e *mayflyEngine) Settle(ctx context.Context) error {
 
 func (e *mayflyEngine) Stats() map[string]float64 {
 	m := e.db.Metrics()
-	return map[string]float64{
+	stats := map[string]float64{
 		"write_amp":        m.WriteAmplification(),
 		"sst_bytes":        float64(m.DiskBytes()),
 		"write_stalls":     float64(m.WriteStalls),
@@ -113,7 +114,13 @@ func (e *mayflyEngine) Stats() map[string]float64 {
 		"cache_hits":       float64(m.BlockCacheHits),
 		"cache_misses":     float64(m.BlockCacheMisses),
 	}
+	e.mem.addTo(stats)
+	return stats
 }
 
-func (e *mayflyEngine) Close() error     { return e.db.Close() }
+func (e *mayflyEngine) Close() error {
+	e.mem.Stop()
+	return e.db.Close()
+}
+
 func (e *mayflyEngine) DiskBytes() int64 { return DirBytes(e.dir) }

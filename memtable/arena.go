@@ -26,8 +26,19 @@ import (
 // readers alias them, until the memtable's last reference is dropped (Unref)
 // and every chunk is freed or pooled.
 
-// arenaChunk is the size of each shared arena chunk.
-const arenaChunk = 1 << 20
+// arenaChunk is the size of each shared arena chunk. Chunks are resident
+// in full (NewResident), so the unused tail of a memtable's last chunk, and
+// of the last chunk of its frozen array, is resident memory that holds
+// nothing: up to a chunk each, per live or pooled memtable. 256 KiB keeps
+// that slack under 1 MiB across the two memtables and the pool of a fill
+// (at 1 MiB it was 1-3 MB of its peak: docs/benchmarks.md, "Memory outside
+// the Go heap"), while a fresh chunk's mmap still amortises over 64 pages
+// and offsets still fit an entry's 20 bits (entry.go).
+const arenaChunk = 256 << 10
+
+// ChunkSize is the size of the arena chunks memtables and Pools hold (a
+// record over a quarter of it gets a chunk of its own size).
+const ChunkSize = arenaChunk
 
 // recordHeader is the fixed part of a record: key and value lengths and
 // the trailer.
@@ -56,21 +67,22 @@ var arenaBytes atomic.Int64
 // that every memtable is given back.
 func ArenaBytes() int64 { return arenaBytes.Load() }
 
-// newChunk returns n freshly mapped arena bytes, counted in arenaBytes.
-func newChunk(n int) []byte {
+// newChunk returns n freshly mapped arena bytes, counted in arenaBytes and
+// under purpose p (manual.PurposeMemtableArena or PurposeMemtableFrozen).
+func newChunk(p manual.Purpose, n int) []byte {
 	arenaBytes.Add(int64(n))
-	return manual.NewResident(n)
+	return manual.NewResidentFor(p, n)
 }
 
 // reserve returns the chunk index and offset of n fresh arena bytes. Caller
 // holds mu for writing.
 func (m *Memtable) reserve(n int) (chunk, off int) {
 	if n > arenaChunk/4 {
-		m.chunks = append(m.chunks, newChunk(n))
+		m.chunks = append(m.chunks, newChunk(manual.PurposeMemtableArena, n))
 		return len(m.chunks) - 1, 0
 	}
 	if m.cur < 0 || arenaChunk-m.curLen < n {
-		m.chunks = append(m.chunks, m.pool.get())
+		m.chunks = append(m.chunks, m.pool.get(manual.PurposeMemtableArena))
 		m.cur, m.curLen = len(m.chunks)-1, 0
 	}
 	off = m.curLen
@@ -81,7 +93,7 @@ func (m *Memtable) reserve(n int) (chunk, off int) {
 // freeArena hands every chunk to the pool, which keeps or frees it. Caller
 // holds mu for writing and the last reference.
 func (m *Memtable) freeArena() {
-	m.pool.release(m.chunks)
+	m.pool.release(manual.PurposeMemtableArena, m.chunks)
 	clear(m.chunks)
 	m.chunks, m.cur, m.curLen = nil, -1, 0
 }

@@ -2,6 +2,8 @@ package memtable
 
 import (
 	"unsafe"
+
+	"github.com/mayflydb/mayfly/internal/manual"
 )
 
 // Freezing. A memtable that will take no more writes (the engine rotated
@@ -53,7 +55,7 @@ func (m *Memtable) Freeze() {
 	chunks := make([][]entry, (n+chunkEntries-1)/chunkEntries)
 	bufs := make([][]byte, len(chunks))
 	for i := range chunks {
-		bufs[i] = m.pool.get()
+		bufs[i] = m.pool.get(manual.PurposeMemtableFrozen)
 		chunks[i] = unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(bufs[i]))), chunkEntries)
 	}
 	m.rlock()
@@ -86,10 +88,25 @@ func (m *Memtable) Frozen() bool {
 	return m.sealed
 }
 
+// MemoryBytes returns the approximate memory the memtable holds for its
+// rows: Size while its B-tree indexes them; once frozen, its records plus
+// entrySize (24) bytes per row of the sorted array that replaced the tree,
+// rather than Size's indexOverhead (72) per row of tree.
+func (m *Memtable) MemoryBytes() int64 {
+	m.mu.RLock()
+	frozen := m.tree == nil && m.frozen != nil
+	m.mu.RUnlock()
+	n := m.Size()
+	if frozen {
+		n -= m.rows.Load() * int64(indexOverhead-entrySize)
+	}
+	return n
+}
+
 // freeIndex hands the frozen array's chunks to the pool, which keeps or
 // frees them. Caller holds mu for writing and the last reference.
 func (m *Memtable) freeIndex() {
-	m.pool.release(m.frozenBufs)
+	m.pool.release(manual.PurposeMemtableFrozen, m.frozenBufs)
 	m.frozen, m.frozenLen, m.frozenBufs, m.fences = nil, 0, nil, nil
 }
 

@@ -66,7 +66,7 @@ type PoolStats struct {
 
 // NewPool returns a pool for the memtables of one database whose memtables
 // have Size memtableSize: it keeps the B-tree nodes of at most one such
-// memtable, and at most maxChunks arena chunks (1 MiB each); maxChunks < 0
+// memtable, and at most maxChunks arena chunks (ChunkSize each); maxChunks < 0
 // keeps as many chunks as one such memtable holds. memtableSize <= 0 keeps
 // nothing (every chunk is freed when released, as without a pool).
 //
@@ -128,15 +128,15 @@ func (p *Pool) Close() {
 	p.stats.Freed += uint64(len(free))
 	p.mu.Unlock()
 	for _, c := range free {
-		freeChunk(c)
+		freeChunk(manual.PurposeMemtablePooled, c)
 	}
 }
 
-// get returns a chunk of arenaChunk bytes: a pooled one if any, else a
-// fresh one. Its bytes are arbitrary.
-func (p *Pool) get() []byte {
+// get returns a chunk of arenaChunk bytes for purpose pu: a pooled one if
+// any, else a fresh one. Its bytes are arbitrary.
+func (p *Pool) get(pu manual.Purpose) []byte {
 	if p == nil {
-		return newChunk(arenaChunk)
+		return newChunk(pu, arenaChunk)
 	}
 	p.mu.Lock()
 	if n := len(p.free); n > 0 {
@@ -145,16 +145,18 @@ func (p *Pool) get() []byte {
 		p.free = p.free[:n-1]
 		p.stats.Reused++
 		p.mu.Unlock()
+		manual.Move(manual.PurposeMemtablePooled, pu, len(c))
 		return c
 	}
 	p.stats.Fresh++
 	p.mu.Unlock()
-	return newChunk(arenaChunk)
+	return newChunk(pu, arenaChunk)
 }
 
 // release takes back the chunks of a memtable whose last reference is
-// gone: it keeps full-size chunks up to the limit and frees the rest.
-func (p *Pool) release(chunks [][]byte) {
+// gone (chunks used for purpose pu): it keeps full-size chunks up to the
+// limit and frees the rest.
+func (p *Pool) release(pu manual.Purpose, chunks [][]byte) {
 	var drop [][]byte
 	if p == nil {
 		drop = chunks
@@ -164,6 +166,7 @@ func (p *Pool) release(chunks [][]byte) {
 			// An oversized record's own chunk is never kept.
 			if !p.closed && len(c) == arenaChunk && len(p.free) < p.limit {
 				p.free = append(p.free, c)
+				manual.Move(pu, manual.PurposeMemtablePooled, len(c))
 			} else {
 				drop = append(drop, c)
 			}
@@ -172,12 +175,13 @@ func (p *Pool) release(chunks [][]byte) {
 		p.mu.Unlock()
 	}
 	for _, c := range drop {
-		freeChunk(c)
+		freeChunk(pu, c)
 	}
 }
 
-// freeChunk gives a chunk back to the operating system.
-func freeChunk(c []byte) {
+// freeChunk gives a chunk, counted under purpose pu, back to the operating
+// system.
+func freeChunk(pu manual.Purpose, c []byte) {
 	arenaBytes.Add(-int64(len(c)))
-	manual.Free(c)
+	manual.FreeFor(pu, c)
 }

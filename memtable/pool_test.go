@@ -12,13 +12,14 @@ import (
 )
 
 // poolVal is the value of row i of memtable generation gen: distinct per
-// generation, so a reused chunk that leaked old bytes into a row shows.
+// generation, so a reused chunk that leaked old bytes into a row shows. Its
+// record takes about a 1024th of a chunk.
 func poolVal(i, gen int) []byte {
-	return append(fmt.Appendf(nil, "gen%d-row%06d-", gen, i), bytes.Repeat([]byte{byte('a' + gen%26)}, 1000)...)
+	return append(fmt.Appendf(nil, "gen%d-row%06d-", gen, i), bytes.Repeat([]byte{byte('a' + gen%26)}, arenaChunk/1024-40)...)
 }
 
 // fillPooled makes a memtable of pool holding rows 0..rows-1 of generation
-// gen (about 1 KB each, so 1000 rows fill a chunk).
+// gen (about 1030 rows fill a chunk).
 func fillPooled(pool *Pool, rows, gen int) *Memtable {
 	m := NewPooled(uint64(gen), pool)
 	for i := range rows {

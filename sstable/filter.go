@@ -166,7 +166,7 @@ const maxFilterBits = math.MaxUint32 * blockedLineBits
 func newFilterWriter(bitsPerKey int) *filterWriter {
 	return &filterWriter{
 		bitsPerKey: bitsPerKey,
-		chunks:     manual.NewCarver(filterChunkHashes*8, filterChunksPerSlab),
+		chunks:     manual.NewCarverFor(manual.PurposeFilterBuilder, filterChunkHashes*8, filterChunksPerSlab),
 	}
 }
 

@@ -25,20 +25,29 @@ const minOffHeapMeta = 4 << 10
 type metaBuf struct {
 	b       []byte
 	offHeap bool
+	purpose manual.Purpose
 }
 
-// newMetaBuf returns a zeroed buffer of n > 0 bytes.
-func newMetaBuf(n int) metaBuf {
+// newMetaBuf returns a zeroed buffer of n > 0 bytes, counted under purpose
+// p when it is outside the Go heap.
+func newMetaBuf(p manual.Purpose, n int) metaBuf {
 	if n >= minOffHeapMeta {
-		return metaBuf{b: manual.New(n), offHeap: true}
+		return metaBuf{b: manual.NewFor(p, n), offHeap: true, purpose: p}
 	}
 	return metaBuf{b: make([]byte, n)}
 }
 
+// newPointIndexBuf is newMetaBuf for a Reader's point index.
+func newPointIndexBuf(n int) metaBuf { return newMetaBuf(manual.PurposeTableIndex, n) }
+
+// newIndexBlockBuf is newMetaBuf for a whole index block read for a
+// compaction iterator or while building a point index.
+func newIndexBlockBuf(n int) metaBuf { return newMetaBuf(manual.PurposeIndexBlock, n) }
+
 // free releases the buffer (a no-op for an empty one) and empties m.
 func (m *metaBuf) free() {
 	if m.offHeap {
-		manual.Free(m.b)
+		manual.FreeFor(m.purpose, m.b)
 	}
 	*m = metaBuf{}
 }

@@ -104,7 +104,7 @@ func buildPointIndex(data []byte, file string, blockOff int64, dataEnd uint64) (
 	}
 	const perEntry = 8 + int(unsafe.Sizeof(blockHandle{})) + 4
 	groups := (int(n) + topStride - 1) / topStride
-	px.mem = newMetaBuf(int(n)*perEntry + 8*groups + int(keyBytes))
+	px.mem = newPointIndexBuf(int(n)*perEntry + 8*groups + int(keyBytes))
 	rest := px.mem.b
 	px.heads, rest = carve[uint64](rest, int(n))
 	px.tops, rest = carve[uint64](rest, groups)

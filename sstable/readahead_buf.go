@@ -79,7 +79,7 @@ func (p *windowPool) get(n int) []byte {
 	c := windowClass(n)
 	if c < 0 || p == nil {
 		windowMaps.Add(1)
-		return manual.New(n)
+		return manual.NewFor(manual.PurposeReadAhead, n)
 	}
 	p.mu.Lock()
 	if k := len(p.free[c]); k > 0 {
@@ -92,7 +92,7 @@ func (p *windowPool) get(n int) []byte {
 	}
 	p.mu.Unlock()
 	windowMaps.Add(1)
-	return manual.New(initialReadAhead << c)[:n]
+	return manual.NewFor(manual.PurposeReadAhead, initialReadAhead<<c)[:n]
 }
 
 // put recycles or frees a buffer from get.
@@ -107,7 +107,7 @@ func (p *windowPool) put(b []byte) {
 		}
 		p.mu.Unlock()
 	}
-	manual.Free(b)
+	manual.FreeFor(manual.PurposeReadAhead, b)
 }
 
 // close frees the buffers on the free list and makes put free every buffer
@@ -118,7 +118,7 @@ func (p *windowPool) close() {
 	p.closed = true
 	for c := range p.free {
 		for i, b := range p.free[c] {
-			manual.Free(b)
+			manual.FreeFor(manual.PurposeReadAhead, b)
 			p.free[c][i] = nil
 		}
 		p.free[c] = nil

@@ -142,7 +142,7 @@ func (r *Reader) readIndexBuf() (metaBuf, []byte, error) {
 	var mb metaBuf
 	b, err := r.readIndexInto(func(n int) []byte {
 		mb.free() // never called twice today; free rather than leak if it were
-		mb = newMetaBuf(n)
+		mb = newIndexBlockBuf(n)
 		return mb.b
 	})
 	if err != nil || !mb.holds(b) {

@@ -69,7 +69,7 @@ func NewLocal(dir string) (*Local, error) {
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("mayfly/storage: %s is not a directory", dir)
 	}
-	return &Local{dir: dir, objectBufs: manual.NewFreeList(objectWriteBuf, objectBufsIdle)}, nil
+	return &Local{dir: dir, objectBufs: manual.NewFreeListFor(manual.PurposeObjectWriter, objectWriteBuf, objectBufsIdle)}, nil
 }
 
 // Dir returns the directory the storage lives in.

@@ -192,7 +192,7 @@ func (w *Writer) takeBuf() []byte {
 	}
 	for i, b := range w.own {
 		if b == nil {
-			w.own[i] = manual.New(maxPending)
+			w.own[i] = manual.NewFor(manual.PurposeWAL, maxPending)
 			return w.own[i][:0]
 		}
 	}
@@ -415,7 +415,7 @@ func (w *Writer) Close() error {
 	// returns above.
 	w.pending, w.idle = nil, nil
 	for i, b := range w.own {
-		manual.Free(b)
+		manual.FreeFor(manual.PurposeWAL, b)
 		w.own[i] = nil
 	}
 	w.mu.Unlock()

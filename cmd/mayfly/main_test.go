@@ -259,7 +259,7 @@ func TestStats(t *testing.T) {
 	ok(t, "delete", "--dir", dir, "k0")
 
 	out := ok(t, "stats", "--dir", dir)
-	for _, s := range []string{"level", "ttl_rows", "tombstones", "L0", "L6", "total", "disk_bytes:", "wal_records_replayed:", "open_snapshots:"} {
+	for _, s := range []string{"level", "ttl_rows", "tombstones", "L0", "L6", "total", "disk_bytes:", "wal_records_replayed:", "open_snapshots:", "memory_memtable_arena:", "memory_total:"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("stats output lacks %q:\n%s", s, out)
 		}
@@ -285,6 +285,10 @@ func TestStats(t *testing.T) {
 	}
 	if s.WALRecordsReplayed != 1 {
 		t.Errorf("stats --json: wal_records_replayed %d, want 1 (the delete)", s.WALRecordsReplayed)
+	}
+	// The replayed delete sits in a memtable: its arena chunk is counted.
+	if m := s.Memory; m.MemtableArena <= 0 || m.Total < m.MemtableArena {
+		t.Errorf("stats --json: memory %+v, want the replayed memtable's arena counted", m)
 	}
 }
 

@@ -163,8 +163,27 @@ type stats struct {
 	BlockCacheMisses       uint64       `json:"block_cache_misses"`
 	BlockCacheBytes        int64        `json:"block_cache_bytes"`
 	OpenSnapshots          int          `json:"open_snapshots"`
+	// Memory is Metrics.Memory: the process's memory outside the Go heap.
+	Memory memoryStats `json:"memory"`
 	// Expiry is the expiry histogram; absent with --expiry=false.
 	Expiry *expiryHistogram `json:"expiry,omitempty"`
+}
+
+// memoryStats is Metrics.Memory in stats --json output, in bytes.
+type memoryStats struct {
+	MemtableArena    int64 `json:"memtable_arena"`
+	MemtableFrozen   int64 `json:"memtable_frozen"`
+	MemtablePooled   int64 `json:"memtable_pooled"`
+	BlockCacheMapped int64 `json:"block_cache_mapped"`
+	BlockCacheInUse  int64 `json:"block_cache_in_use"`
+	TableIndexes     int64 `json:"table_indexes"`
+	IndexBlocks      int64 `json:"index_blocks"`
+	WAL              int64 `json:"wal"`
+	ObjectWriters    int64 `json:"object_writers"`
+	FilterBuilders   int64 `json:"filter_builders"`
+	ReadAhead        int64 `json:"read_ahead"`
+	Other            int64 `json:"other"`
+	Total            int64 `json:"total"`
 }
 
 func statsJSON(dir string, m *mayfly.Metrics) stats {
@@ -184,6 +203,7 @@ func statsJSON(dir string, m *mayfly.Metrics) stats {
 		WriteStalls: m.WriteStalls, WriteStallTimeNanos: int64(m.WriteStallTime),
 		BlockCacheHits: m.BlockCacheHits, BlockCacheMisses: m.BlockCacheMisses, BlockCacheBytes: m.BlockCacheBytes,
 		OpenSnapshots: m.OpenSnapshots,
+		Memory:        memoryStats(m.Memory),
 	}
 	for l, lm := range m.Levels {
 		s.Levels = append(s.Levels, levelStats{Level: l, Files: lm.Files, Bytes: lm.Bytes,
@@ -261,5 +281,10 @@ func printStats(w io.Writer, m *mayfly.Metrics) error {
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s:\t%v\n", r.name, r.v)
 	}
+	for _, c := range m.Memory.Components() {
+		fmt.Fprintf(tw, "memory_%s:\t%d\n", c.Name, c.Bytes)
+	}
+	fmt.Fprintf(tw, "memory_block_cache_in_use:\t%d\n", m.Memory.BlockCacheInUse)
+	fmt.Fprintf(tw, "memory_total:\t%d\n", m.Memory.Total)
 	return tw.Flush()
 }

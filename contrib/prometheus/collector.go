@@ -10,7 +10,7 @@
 // a metric: monotonically increasing counts become counters (suffix _total),
 // point-in-time state becomes gauges. Per-level figures carry a "level" label
 // ("0" to "6"), compactions a "kind" label, storage backend requests an "op"
-// label.
+// label, memory outside the Go heap a "component" label.
 package prometheus
 
 import (
@@ -51,6 +51,7 @@ type collector struct {
 	storageRequests *prometheus.Desc // label op
 	storageBytes    *prometheus.Desc // label direction
 	storageRetries  *prometheus.Desc
+	memory          *prometheus.Desc // label component
 }
 
 // NewCollector returns a Collector exporting db's metrics under namespace
@@ -159,6 +160,8 @@ func NewCollector(db *mayfly.DB, namespace string) prometheus.Collector {
 		func(m *mayfly.Metrics) float64 { return float64(m.OpenSnapshots) })
 	gauge("running_compactions", "Compactions currently in progress.",
 		func(m *mayfly.Metrics) float64 { return float64(m.RunningCompactions) })
+	gauge("memory_block_cache_in_use_bytes", "Bytes of the block cache's slab memory (part of memory_bytes{component=\"block_cache_mapped\"}) handed out to blocks, for the whole process.",
+		func(m *mayfly.Metrics) float64 { return float64(m.Memory.BlockCacheInUse) })
 	gauge("write_amplification", "Bytes written to SSTables (flushes plus compactions) per byte flushed since open; 0 before the first flush.",
 		func(m *mayfly.Metrics) float64 { return m.WriteAmplification() })
 
@@ -195,6 +198,9 @@ func NewCollector(db *mayfly.DB, namespace string) prometheus.Collector {
 	c.storageRetries = prometheus.NewDesc(name("storage_retries_total"),
 		"Storage backend request attempts that were retried (object stores only).",
 		nil, nil)
+	c.memory = prometheus.NewDesc(name("memory_bytes"),
+		"Memory held outside the Go heap (anonymous mappings the Go runtime's metrics do not see), for the whole process, by component (memtable_arena, memtable_frozen, memtable_pooled, block_cache_mapped, table_indexes, index_blocks, wal, object_writers, filter_builders, read_ahead, other); the components sum to the total.",
+		[]string{"component"}, nil)
 	return c
 }
 
@@ -211,6 +217,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.storageRequests
 	ch <- c.storageBytes
 	ch <- c.storageRetries
+	ch <- c.memory
 }
 
 // Collect reads db.Metrics once and sends every metric.
@@ -233,6 +240,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if !slices.Contains(compactionKinds, k) {
 			ch <- prometheus.MustNewConstMetric(c.compactions, prometheus.CounterValue, float64(n), k)
 		}
+	}
+	for _, mc := range m.Memory.Components() {
+		ch <- prometheus.MustNewConstMetric(c.memory, prometheus.GaugeValue, float64(mc.Bytes), mc.Name)
 	}
 	// Storage counters exist only for backends that keep them (the S3
 	// backend); a local directory reports none.

@@ -22,10 +22,11 @@ var epoch = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 // scalarMetrics is the number of unlabelled metrics, levelMetrics the number
 // of per-level metrics, both as exported by NewCollector.
 const (
-	scalarMetrics = 40
+	scalarMetrics = 41
 	levelMetrics  = 8
 	numLevels     = 7
-	numKinds      = 5 // l0, level, expired, periodic, manual
+	numKinds      = 5  // l0, level, expired, periodic, manual
+	numMemory     = 11 // memory_bytes components
 )
 
 func openDB(t *testing.T, opts *mayfly.Options) *mayfly.DB {
@@ -108,6 +109,12 @@ func TestCollector(t *testing.T) {
 	})
 	if got["mayfly_memtable_bytes"] <= 0 || got["mayfly_wal_bytes_total"] <= 0 {
 		t.Errorf("memtable_bytes = %v, wal_bytes_total = %v; want > 0", got["mayfly_memtable_bytes"], got["mayfly_wal_bytes_total"])
+	}
+	// The active memtable's arena chunk and the WAL's pending buffer are
+	// outside the Go heap.
+	if got[`mayfly_memory_bytes{component="memtable_arena"}`] <= 0 || got[`mayfly_memory_bytes{component="wal"}`] <= 0 {
+		t.Errorf("memory_bytes: memtable_arena %v, wal %v; want an arena chunk and a WAL buffer",
+			got[`mayfly_memory_bytes{component="memtable_arena"}`], got[`mayfly_memory_bytes{component="wal"}`])
 	}
 
 	if err := db.Flush(); err != nil {
@@ -238,7 +245,7 @@ mayfly_level_files{level="6"} 1
 	}
 
 	// Every metric, every scrape: no storage counters on a local directory.
-	if n, want := testutil.CollectAndCount(c), scalarMetrics+levelMetrics*numLevels+numKinds; n != want {
+	if n, want := testutil.CollectAndCount(c), scalarMetrics+levelMetrics*numLevels+numKinds+numMemory; n != want {
 		t.Errorf("CollectAndCount = %d, want %d", n, want)
 	}
 	problems, err := testutil.CollectAndLint(c)
@@ -292,7 +299,7 @@ func TestCollectorStorageCounters(t *testing.T) {
 		`kv_storage_bytes_total{direction="in"}`:    2000,
 		"kv_storage_retries_total":                  2,
 	})
-	if n, want := testutil.CollectAndCount(mayflyprom.NewCollector(db, "kv")), scalarMetrics+levelMetrics*numLevels+numKinds+10; n != want {
+	if n, want := testutil.CollectAndCount(mayflyprom.NewCollector(db, "kv")), scalarMetrics+levelMetrics*numLevels+numKinds+numMemory+10; n != want {
 		t.Errorf("CollectAndCount = %d, want %d", n, want)
 	}
 }

@@ -10,6 +10,7 @@ import "fmt"
 type Carver struct {
 	chunk   int
 	perSlab int
+	purpose Purpose
 	slabs   [][]byte
 	off     int // next free byte of the last slab
 }
@@ -24,11 +25,18 @@ func NewCarver(chunk, perSlab int) *Carver {
 	return &Carver{chunk: chunk, perSlab: perSlab}
 }
 
+// NewCarverFor is NewCarver for slabs counted under purpose p.
+func NewCarverFor(p Purpose, chunk, perSlab int) *Carver {
+	c := NewCarver(chunk, perSlab)
+	c.purpose = p
+	return c
+}
+
 // Get returns a zeroed chunk (len and cap the chunk size). It stays valid
 // until FreeAll.
 func (c *Carver) Get() []byte {
 	if len(c.slabs) == 0 || c.off+c.chunk > len(c.slabs[len(c.slabs)-1]) {
-		c.slabs = append(c.slabs, New(c.chunk*c.perSlab))
+		c.slabs = append(c.slabs, NewFor(c.purpose, c.chunk*c.perSlab))
 		c.off = 0
 	}
 	s := c.slabs[len(c.slabs)-1]
@@ -41,7 +49,7 @@ func (c *Carver) Get() []byte {
 // Carver may be used again afterwards. FreeAll of an empty Carver is a no-op.
 func (c *Carver) FreeAll() {
 	for i, s := range c.slabs {
-		Free(s)
+		FreeFor(c.purpose, s)
 		c.slabs[i] = nil
 	}
 	c.slabs = c.slabs[:0]

@@ -26,8 +26,9 @@ func Idle() (bytes, count int64) {
 // trades that bounded amount of resident memory for no system call per Get.
 // A FreeList is safe for concurrent use; its zero value is not usable.
 type FreeList struct {
-	size int
-	max  int
+	size    int
+	max     int
+	purpose Purpose
 
 	mu     sync.Mutex
 	idle   [][]byte
@@ -41,6 +42,14 @@ func NewFreeList(size, max int) *FreeList {
 		panic(fmt.Sprintf("manual: NewFreeList(%d, %d)", size, max))
 	}
 	return &FreeList{size: size, max: max, idle: make([][]byte, 0, max)}
+}
+
+// NewFreeListFor is NewFreeList for buffers counted under purpose p: Get
+// returns buffers from NewFor(p, size), and Put gives to FreeFor(p, ...).
+func NewFreeListFor(p Purpose, size, max int) *FreeList {
+	l := NewFreeList(size, max)
+	l.purpose = p
+	return l
 }
 
 // Size returns the length of the list's buffers.
@@ -61,7 +70,7 @@ func (l *FreeList) Get() []byte {
 		return b
 	}
 	l.mu.Unlock()
-	return New(l.size)
+	return NewFor(l.purpose, l.size)
 }
 
 // Put gives back a buffer obtained from Get; the caller must not use it
@@ -81,7 +90,7 @@ func (l *FreeList) Put(b []byte) {
 		return
 	}
 	l.mu.Unlock()
-	Free(b)
+	FreeFor(l.purpose, b)
 }
 
 // Close frees the idle buffers; buffers Put afterwards are freed at once
@@ -96,6 +105,6 @@ func (l *FreeList) Close() {
 	for _, b := range idle {
 		idleBytes.Add(-int64(len(b)))
 		idleBuffers.Add(-1)
-		Free(b)
+		FreeFor(l.purpose, b)
 	}
 }

@@ -24,7 +24,11 @@ var (
 // New returns a zeroed buffer of n bytes (len and cap n) outside the Go heap.
 // n must be positive. The buffer must be released with Free. New panics if the
 // operating system refuses the memory, as a failed make would.
-func New(n int) []byte { return newBuffer(n, false) }
+func New(n int) []byte { return newBuffer(PurposeOther, n, false) }
+
+// NewFor is New for a buffer counted under purpose p; free it with FreeFor
+// and the same purpose.
+func NewFor(p Purpose, n int) []byte { return newBuffer(p, n, false) }
 
 // NewResident is New for a buffer the caller is about to write whole (a
 // memtable arena chunk): its pages are made resident when it is mapped (on
@@ -32,26 +36,34 @@ func New(n int) []byte { return newBuffer(n, false) }
 // than by one page-fault trap per 4 KiB page at the first write. A buffer
 // that may stay partly untouched should come from New, whose untouched pages
 // take no memory.
-func NewResident(n int) []byte { return newBuffer(n, true) }
+func NewResident(n int) []byte { return newBuffer(PurposeOther, n, true) }
 
-func newBuffer(n int, resident bool) []byte {
+// NewResidentFor is NewResident for a buffer counted under purpose p.
+func NewResidentFor(p Purpose, n int) []byte { return newBuffer(p, n, true) }
+
+func newBuffer(p Purpose, n int, resident bool) []byte {
 	if n <= 0 {
 		panic("manual: New of a non-positive size")
 	}
 	b := alloc(n, resident)
 	allocated.Add(int64(cap(b)))
 	buffers.Add(1)
+	purposeBytes[p].Add(int64(cap(b)))
 	return b
 }
 
 // Free releases a buffer obtained from New. b must be that buffer or a
 // reslice of it starting at its first byte (Free releases cap(b) bytes). Free
 // of nil is a no-op.
-func Free(b []byte) {
+func Free(b []byte) { FreeFor(PurposeOther, b) }
+
+// FreeFor is Free for a buffer counted under purpose p (by NewFor or Move).
+func FreeFor(p Purpose, b []byte) {
 	if b == nil {
 		return
 	}
 	b = b[:cap(b)]
+	purposeBytes[p].Add(-int64(len(b)))
 	allocated.Add(-int64(len(b)))
 	buffers.Add(-1)
 	free(b)

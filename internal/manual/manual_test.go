@@ -42,3 +42,35 @@ func TestNewRejectsNonPositive(t *testing.T) {
 	}()
 	New(0)
 }
+
+func TestPurposeCounters(t *testing.T) {
+	p0 := PurposeBytes()
+	b0, _ := Allocated()
+	x := NewFor(PurposeWAL, 8192)
+	y := NewResidentFor(PurposeMemtableArena, 4096)
+	z := New(4096)
+	p := PurposeBytes()
+	if p[PurposeWAL]-p0[PurposeWAL] != 8192 || p[PurposeMemtableArena]-p0[PurposeMemtableArena] != 4096 || p[PurposeOther]-p0[PurposeOther] != 4096 {
+		t.Fatalf("after New: %v, started at %v", p, p0)
+	}
+	var sum int64
+	for _, n := range p {
+		sum += n
+	}
+	if b, _ := Allocated(); sum != b || b-b0 != 16384 {
+		t.Fatalf("purposes sum to %d, Allocated %d (grew %d)", sum, b, b-b0)
+	}
+	Move(PurposeMemtableArena, PurposeMemtablePooled, len(y))
+	if p := PurposeBytes(); p[PurposeMemtableArena] != p0[PurposeMemtableArena] || p[PurposeMemtablePooled]-p0[PurposeMemtablePooled] != 4096 {
+		t.Fatalf("after Move: %v", p)
+	}
+	FreeFor(PurposeWAL, x[:10]) // a reslice frees its whole capacity
+	FreeFor(PurposeMemtablePooled, y)
+	Free(z)
+	if p := PurposeBytes(); p != p0 {
+		t.Fatalf("after Free: %v, want %v", p, p0)
+	}
+	if PurposeReadAhead.String() != "read_ahead" || NumPurposes.String() != "unknown" {
+		t.Fatalf("names: %q %q", PurposeReadAhead, NumPurposes)
+	}
+}

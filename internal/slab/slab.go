@@ -37,6 +37,7 @@ package slab
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mayflydb/mayfly/internal/manual"
 )
@@ -85,6 +86,17 @@ func classOf(n int) int {
 		return 93
 	}
 }
+
+// inUse counts the class-size bytes of the Bufs handed out and not freed by
+// every Allocator of the process (BufBytes summed), for InUse.
+var inUse atomic.Int64
+
+// InUse reports the bytes of the buffers handed out and not yet freed by
+// all Allocators of the process, by the memory they take up (class size, or
+// the rounded mapping of a large buffer). Set against the slab bytes mapped
+// (manual.PurposeBlockCache) it shows the memory slabs hold but no buffer
+// uses.
+func InUse() int64 { return inUse.Load() }
 
 // poison, if set, makes Free overwrite the freed bytes (see the package
 // doc). It is set in race-detector builds.
@@ -162,12 +174,13 @@ func (a *Allocator) Alloc(n int) Buf {
 		panic(fmt.Sprintf("slab: Alloc of %d bytes", n))
 	}
 	if n > MaxClassSize {
-		m := manual.New((n + pageSize - 1) / pageSize * pageSize)
+		m := manual.NewFor(manual.PurposeBlockCache, (n+pageSize-1)/pageSize*pageSize)
 		a.mu.Lock()
 		a.stats.Large++
 		a.stats.LargeBytes += int64(len(m))
 		a.stats.Bufs++
 		a.stats.BufBytes += int64(len(m))
+		inUse.Add(int64(len(m)))
 		a.mu.Unlock()
 		return Buf{B: m[:n]}
 	}
@@ -177,7 +190,7 @@ func (a *Allocator) Alloc(n int) Buf {
 	defer a.mu.Unlock()
 	c := &a.classes[ci]
 	if len(c.partial) == 0 {
-		s := &slab{mem: manual.New(SlabSize), class: ci, pidx: 0}
+		s := &slab{mem: manual.NewFor(manual.PurposeBlockCache, SlabSize), class: ci, pidx: 0}
 		c.partial = append(c.partial, s)
 		c.empty++
 		a.stats.Slabs++
@@ -202,6 +215,7 @@ func (a *Allocator) Alloc(n int) Buf {
 	}
 	a.stats.Bufs++
 	a.stats.BufBytes += int64(size)
+	inUse.Add(int64(size))
 	off := int(i) * size
 	return Buf{B: s.mem[off : off+n : off+size], s: s, i: i}
 }
@@ -230,12 +244,13 @@ func (a *Allocator) Free(b Buf) {
 	s := b.s
 	if s == nil {
 		n := int64(cap(b.B))
-		manual.Free(b.B)
+		manual.FreeFor(manual.PurposeBlockCache, b.B)
 		a.mu.Lock()
 		a.stats.Large--
 		a.stats.LargeBytes -= n
 		a.stats.Bufs--
 		a.stats.BufBytes -= n
+		inUse.Add(-n)
 		a.mu.Unlock()
 		return
 	}
@@ -250,6 +265,7 @@ func (a *Allocator) Free(b Buf) {
 	s.live--
 	a.stats.Bufs--
 	a.stats.BufBytes -= int64(classSizes[s.class])
+	inUse.Add(-int64(classSizes[s.class]))
 	if s.live == 0 {
 		c.empty++
 		if a.closed || c.empty > 1 {
@@ -262,7 +278,7 @@ func (a *Allocator) Free(b Buf) {
 func (a *Allocator) release(c *class, s *slab) {
 	c.remove(s)
 	c.empty--
-	manual.Free(s.mem)
+	manual.FreeFor(manual.PurposeBlockCache, s.mem)
 	s.mem = nil
 	a.stats.Slabs--
 	a.stats.SlabBytes -= SlabSize
