@@ -67,4 +67,10 @@ go test -run='^$' -bench=. -benchtime=1x ./...
 # harness that produces docs/benchmarks-comparison.md cannot rot either.
 echo "== bench module: vet, unit tests, benchmark smoke"
 (cd bench && go vet ./... && go test -count=1 ./... && go test -count=1 -run='^$' -bench=. -benchtime=1x ./...)
+
+# contrib/prometheus is its own module too (it pulls in the Prometheus
+# client); its collector test reads every metric, so it breaks whenever the
+# engine's counters change meaning, and it must run here to be noticed.
+echo "== contrib/prometheus module: vet, tests"
+(cd contrib/prometheus && go vet ./... && go test -count=1 ./...)
 echo "== all tests passed"
