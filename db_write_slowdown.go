@@ -15,7 +15,8 @@ import "time"
 // carried by the commit pipeline: it is slept off once it reaches
 // slowdownQuantum, in slices of at most slowdownSlice with level 0 looked at
 // again between slices, and forgiven as soon as level 0 is below the
-// slowdown threshold again. A writer is thus held to a byte rate, however
+// slowdown threshold again. A sleep that overruns (timers on a loaded
+// machine) is credited to the following commits. A writer is thus held to a byte rate, however
 // small its commits, instead of to one commit per sleep.
 
 // slowdownStopRate is the write rate, in bytes per second, a slowed-down
@@ -44,26 +45,38 @@ func slowdownDelay(l0, slow, stop, bytes int) time.Duration {
 
 // slowdownState is the commit pipeline's slowdown debt; guarded by commitMu.
 type slowdownState struct {
+	// debt is the delay owed; negative after a sleep that overran its
+	// request (a loaded machine's timer), a credit that later commits use
+	// up before sleeping again, so that the writer is held to the rate and
+	// not below it. At most slowdownSlice of credit is kept.
 	debt time.Duration
-	// sleepFn replaces time.Sleep in tests; nil means time.Sleep.
-	sleepFn func(time.Duration)
+	// sleepFn sleeps and returns the time slept; nil means timeSleep.
+	// Tests replace it to record delays instead of sleeping.
+	sleepFn func(time.Duration) time.Duration
 }
 
-// next returns the slice of the debt to sleep now and takes it off the
-// debt, or 0 while the debt is below slowdownQuantum.
+// next returns the slice of the debt to sleep now, or 0 while the debt is
+// below slowdownQuantum.
 func (s *slowdownState) next() time.Duration {
 	if s.debt < slowdownQuantum {
 		return 0
 	}
-	d := min(s.debt, slowdownSlice)
-	s.debt -= d
-	return d
+	return min(s.debt, slowdownSlice)
 }
 
+// sleep sleeps for d, a slice returned by next, and takes the time slept,
+// or d if that was less, off the debt.
 func (s *slowdownState) sleep(d time.Duration) {
-	if s.sleepFn != nil {
-		s.sleepFn(d)
-		return
+	sleep := s.sleepFn
+	if sleep == nil {
+		sleep = timeSleep
 	}
+	s.debt = max(s.debt-max(d, sleep(d)), -slowdownSlice)
+}
+
+// timeSleep sleeps for d and returns the time it took.
+func timeSleep(d time.Duration) time.Duration {
+	t := time.Now()
 	time.Sleep(d)
+	return time.Since(t)
 }

@@ -64,7 +64,10 @@ func openSlowedDB(t *testing.T) (*DB, *[]time.Duration) {
 	}
 	var sleeps []time.Duration
 	db.commitMu.Lock()
-	db.slowdown.sleepFn = func(d time.Duration) { sleeps = append(sleeps, d) }
+	db.slowdown.sleepFn = func(d time.Duration) time.Duration {
+		sleeps = append(sleeps, d)
+		return d
+	}
 	db.commitMu.Unlock()
 	for i := range 3 {
 		if err := db.Put(fmt.Appendf(nil, "flushed%02d", i), []byte("v")); err != nil {
@@ -169,5 +172,35 @@ func TestSlowdownLargeBatchSlicedAndForgiven(t *testing.T) {
 	if len(*sleeps) != 0 || db.Metrics().WriteSlowdowns != slowed {
 		t.Errorf("%d sleeps (%v) and %d slowed commits after level 0 was compacted",
 			len(*sleeps), sumDurations(*sleeps), db.Metrics().WriteSlowdowns-slowed)
+	}
+}
+
+// TestSlowdownOversleepCredited: a sleep that overruns its request (a
+// loaded machine's timer) is credited to the following commits, up to
+// slowdownSlice, so that the writer is held to the rate and not below it.
+func TestSlowdownOversleepCredited(t *testing.T) {
+	var s slowdownState
+	var asked []time.Duration
+	s.sleepFn = func(d time.Duration) time.Duration {
+		asked = append(asked, d)
+		return 3 * d
+	}
+	slept := time.Duration(0)
+	for range 100 { // 100 commits owing 0.5 ms each: 50 ms owed
+		s.debt += slowdownQuantum / 2
+		if d := s.next(); d > 0 {
+			s.sleep(d)
+			slept += 3 * d
+		}
+	}
+	if want := 50 * time.Millisecond; slept < want-slowdownQuantum || slept > want+3*slowdownQuantum {
+		t.Errorf("slept %v in %d sleeps for 50ms owed, want 50ms within the last overrun", slept, len(asked))
+	}
+	// The credit is bounded: a long overrun does not buy a long unthrottled burst.
+	s.debt = slowdownQuantum
+	s.sleepFn = func(time.Duration) time.Duration { return time.Second }
+	s.sleep(s.next())
+	if s.debt != -slowdownSlice {
+		t.Errorf("after a 1s overrun the debt is %v, want %v", s.debt, -slowdownSlice)
 	}
 }

@@ -210,7 +210,12 @@ type Options struct {
 	// background compaction. Default: 4.
 	L0CompactionThreshold int
 	// L0SlowdownWritesThreshold is the number of level-0 files at which
-	// each commit waits 1ms, to let compaction catch up. Default: 8 times
+	// writes are delayed, to let compaction catch up: from here up to
+	// L0StopWritesThreshold, commits are held to a write rate that falls
+	// from (stop-slowdown) times 16 MiB/s at this threshold to 16 MiB/s one
+	// file below the stop threshold (RFC 0004, "Backpressure"); a writer of
+	// small rows pays for its bytes, not a fixed delay per commit. A value
+	// equal to L0StopWritesThreshold disables the delay. Default: 8 times
 	// l0StallScale: 16 with a MemtableSize below 16 MiB (the default 6 MiB),
 	// 8 from 16 MiB up.
 	// With a MemtableSize below 64 MiB, short-lived TTL tables (RFC 0004)
