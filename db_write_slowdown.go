@@ -8,16 +8,23 @@ import "time"
 // than L0StopWritesThreshold, where writes stop), every commit group is
 // charged a delay for its bytes at a write rate that falls as level 0 fills:
 //
-//	rate(l0) = slowdownStopRate * (stop - slow) / (l0 - slow + 1)
+//	rate(l0) = slowdownStopRate * ((stop - slow) / (l0 - slow + 1))^2
 //
-// so (stop-slow) times slowdownStopRate at the slowdown threshold, down to
-// slowdownStopRate one file below the stop threshold. The delay is a debt
-// carried by the commit pipeline: it is slept off once it reaches
-// slowdownQuantum, in slices of at most slowdownSlice with level 0 looked at
-// again between slices, and forgiven as soon as level 0 is below the
-// slowdown threshold again. A sleep that overruns (timers on a loaded
-// machine) is credited to the following commits. A writer is thus held to a byte rate, however
-// small its commits, instead of to one commit per sleep.
+// so (stop-slow)^2 times slowdownStopRate at the slowdown threshold (no
+// brake to speak of), a quarter of that one file past the threshold, and
+// down to slowdownStopRate one file below the stop threshold. The square
+// keeps the first files of the zone nearly free and brakes hard near the
+// stop; a linear fall (rate over l0-slow+1) slept twice as long in 1M
+// random overwrites at 4 MiB memtables for the same write amplification
+// (docs/benchmarks.md, "Level-0 write slowdown as a rate").
+//
+// The delay is a debt carried by the commit pipeline: it is slept off once
+// it reaches slowdownQuantum, in slices of at most slowdownSlice with level 0
+// looked at again between slices, and forgiven as soon as level 0 is below
+// the slowdown threshold again. A sleep that overruns (timers on a loaded
+// machine) is credited to the following commits. A writer is thus held to
+// a byte rate, however small its commits, instead of to one commit per
+// sleep.
 
 // slowdownStopRate is the write rate, in bytes per second, a slowed-down
 // writer is held to one level-0 file below the stop threshold: 16 MiB/s,
@@ -39,7 +46,8 @@ func slowdownDelay(l0, slow, stop, bytes int) time.Duration {
 	if l0 < slow || l0 >= stop || bytes <= 0 {
 		return 0
 	}
-	rate := float64(slowdownStopRate) * float64(stop-slow) / float64(l0-slow+1)
+	r := float64(stop-slow) / float64(l0-slow+1)
+	rate := float64(slowdownStopRate) * r * r
 	return time.Duration(float64(bytes) / rate * float64(time.Second))
 }
 

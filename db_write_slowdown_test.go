@@ -11,8 +11,9 @@ import (
 )
 
 // TestSlowdownDelayRate: the delay charged for a commit is its bytes at a
-// rate that is (stop-slow) times slowdownStopRate at the slowdown threshold
-// and falls to slowdownStopRate one file below the stop threshold; no delay
+// rate that is (stop-slow)^2 times slowdownStopRate at the slowdown
+// threshold and falls to slowdownStopRate one file below the stop threshold,
+// strictly increasing in between; no delay
 // below the slowdown threshold or at the stop threshold (there writes stop).
 func TestSlowdownDelayRate(t *testing.T) {
 	const slow, stop = 16, 24
@@ -30,8 +31,8 @@ func TestSlowdownDelayRate(t *testing.T) {
 	if d := slowdownDelay(stop-1, slow, stop, slowdownStopRate); d != time.Second {
 		t.Errorf("one file below the stop threshold: %d bytes delayed %v, want 1s", slowdownStopRate, d)
 	}
-	// At the slowdown threshold the rate is 8 times higher.
-	if d, want := slowdownDelay(slow, slow, stop, slowdownStopRate), time.Second/(stop-slow); d != want {
+	// At the slowdown threshold the rate is 8^2 times higher.
+	if d, want := slowdownDelay(slow, slow, stop, slowdownStopRate), time.Second/((stop-slow)*(stop-slow)); d != want {
 		t.Errorf("at the slowdown threshold: delayed %v, want %v", d, want)
 	}
 	prev := time.Duration(0)

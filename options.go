@@ -227,8 +227,9 @@ type Options struct {
 	// L0SlowdownWritesThreshold is the number of level-0 files at which
 	// writes are delayed, to let compaction catch up: from here up to
 	// L0StopWritesThreshold, commits are held to a write rate that falls
-	// from (stop-slowdown) times 16 MiB/s at this threshold to 16 MiB/s one
-	// file below the stop threshold (RFC 0004, "Backpressure"); a writer of
+	// with the square of level 0's distance from this threshold, down to
+	// 16 MiB/s one file below the stop threshold (RFC 0004,
+	// "Backpressure"); a writer of
 	// small rows pays for its bytes, not a fixed delay per commit. A value
 	// equal to L0StopWritesThreshold disables the delay. Default: 8 times
 	// l0StallScale: 16 with a MemtableSize below 16 MiB (the default 6 MiB),
