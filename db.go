@@ -68,6 +68,7 @@ type DB struct {
 	logNum     uint64
 	walBuf     []byte
 	lastSeq    uint64
+	slowdown   slowdownState // level-0 write delay (db_write_slowdown.go)
 	// visibleSeq is the highest sequence number whose batch is fully
 	// applied; readers see rows up to it.
 	visibleSeq atomic.Uint64

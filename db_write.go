@@ -120,7 +120,11 @@ func (db *DB) commit(b *Batch, sync bool) error {
 
 // commitGroup is run by the leader with commitMu held.
 func (db *DB) commitGroup(group []*commitWaiter) error {
-	if err := db.makeRoomForWrite(); err != nil {
+	groupBytes := 0
+	for _, g := range group {
+		groupBytes += len(g.batch.data)
+	}
+	if err := db.makeRoomForWrite(groupBytes); err != nil {
 		return err
 	}
 	now := db.clock.NowMillis()
@@ -191,10 +195,12 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 }
 
 // makeRoomForWrite rotates a full memtable, or one due for rotation by the
-// age of its rows with an expiry (dueForAgeRotation), and stalls while flushes or
-// level-0 compactions are too far behind. The caller holds commitMu.
-func (db *DB) makeRoomForWrite() error {
-	var stallStart time.Time
+// age of its rows with an expiry (dueForAgeRotation), stalls while flushes or
+// level-0 compactions are too far behind, and delays a commit group of bytes
+// while level 0 is between the slowdown and stop thresholds
+// (db_write_slowdown.go). The caller holds commitMu.
+func (db *DB) makeRoomForWrite(bytes int) error {
+	var stallStart, slowStart time.Time
 	var reason string
 	defer func() {
 		if !stallStart.IsZero() {
@@ -202,7 +208,12 @@ func (db *DB) makeRoomForWrite() error {
 			db.metrics.stallNanos.Add(uint64(d))
 			db.opts.EventListener.stallEnd(StallInfo{Reason: reason, Duration: d})
 		}
+		if !slowStart.IsZero() {
+			db.metrics.slowdowns.Add(1)
+			db.metrics.slowdownNanos.Add(uint64(time.Since(slowStart)))
+		}
 	}()
+	charged := false
 	db.mu.Lock()
 	for {
 		if db.closed {
@@ -244,19 +255,27 @@ func (db *DB) makeRoomForWrite() error {
 			}
 			db.mu.Lock()
 		default:
-			slow := l0 >= db.opts.L0SlowdownWritesThreshold
 			db.mu.Unlock()
-			if slow {
-				// Give compaction a head start before level 0 reaches the
-				// stop threshold; a short delay per commit group is far
-				// gentler than a full stall.
-				t := time.Now()
-				db.kickCompaction()
-				time.Sleep(time.Millisecond)
-				db.metrics.slowdowns.Add(1)
-				db.metrics.slowdownNanos.Add(uint64(time.Since(t)))
+			if l0 < db.opts.L0SlowdownWritesThreshold {
+				db.slowdown.debt = 0 // level 0 caught up: nothing more is owed
+				return nil
 			}
-			return nil
+			if !charged {
+				charged = true
+				db.slowdown.debt += slowdownDelay(l0, db.opts.L0SlowdownWritesThreshold, db.opts.L0StopWritesThreshold, bytes)
+			}
+			d := db.slowdown.next()
+			if d == 0 {
+				return nil
+			}
+			if slowStart.IsZero() {
+				slowStart = time.Now()
+				db.kickCompaction()
+			}
+			db.slowdown.sleep(d)
+			// Level 0 is looked at again before sleeping on: a compaction
+			// that finished meanwhile forgives the rest of the debt.
+			db.mu.Lock()
 		}
 	}
 }

@@ -33,7 +33,8 @@ const defaultObjectReadAhead = 1 << 20
 // amplification 5 against 3). TTL churn still drops its level-0
 // tables whole: short-lived TTL tables may fill a larger level 0 while they
 // are forecast to be dropped whole (RFC 0004), and below 16 MiB the default
-// level-0 stall thresholds double (l0StallScale). Services that ingest in
+// level-0 slowdown threshold doubles (l0StallScale; the stop threshold
+// triples below 8 MiB, l0StopScale). Services that ingest in
 // large bursts and care more about write amplification than memory can set
 // 16 or 64 MiB.
 const DefaultMemtableSize = 6 << 20
@@ -42,12 +43,11 @@ const DefaultMemtableSize = 6 << 20
 // thresholds (8 and 12 files) are meant for: 16 MiB.
 const l0StallReferenceMemtable = 16 << 20
 
-// maxL0StallScale caps l0StallScale, and with it how many level-0 files
-// the default thresholds let a read merge.
+// maxL0StallScale caps l0StallScale.
 const maxL0StallScale = 2
 
-// l0StallScale is the factor applied to the default level-0 slowdown and
-// stop thresholds: the reference memtable size over memtable, rounded up,
+// l0StallScale is the factor applied to the default level-0 slowdown
+// threshold (l0StopScale to the stop threshold): the reference memtable size over memtable, rounded up,
 // between 1 and maxL0StallScale (1 at 16 MiB and above, 2 below). The
 // thresholds bound compaction debt, which is bytes, and a level-0 compaction
 // into a large base level takes as long whatever the memtable size, while
@@ -56,11 +56,26 @@ const maxL0StallScale = 2
 // 2,200-2,400 times (1 ms each) and ran at 0.92-1.10x Pebble (RFC 0004,
 // "Level-0 stall thresholds and the memtable size"). Explicit thresholds
 // are used as given.
-func l0StallScale(memtable int64) int {
+func l0StallScale(memtable int64) int { return l0ScaleCapped(memtable, maxL0StallScale) }
+
+// maxL0StopScale caps l0StopScale.
+const maxL0StopScale = 3
+
+// l0StopScale is the factor applied to the default level-0 stop threshold:
+// like l0StallScale but capped at maxL0StopScale (3 below 8 MiB, so 36
+// files), so that level 0 holds about as many bytes at the stop with 4-6 MiB
+// memtables (144-216 MiB) as with the 16 MiB reference (12 files, 192 MiB),
+// and the slowdown between the two thresholds is a long, gentle ramp
+// (RFC 0004, "Backpressure").
+func l0StopScale(memtable int64) int { return l0ScaleCapped(memtable, maxL0StopScale) }
+
+// l0ScaleCapped is l0StallReferenceMemtable over memtable, rounded up,
+// between 1 and limit.
+func l0ScaleCapped(memtable int64, limit int64) int {
 	if memtable <= 0 || memtable >= l0StallReferenceMemtable {
 		return 1
 	}
-	return int(min(maxL0StallScale, (l0StallReferenceMemtable+memtable-1)/memtable))
+	return int(min(limit, (l0StallReferenceMemtable+memtable-1)/memtable))
 }
 
 // MaxBloomBitsPerKey bounds Options.BloomBitsPerKey. 64 bits per key
@@ -210,7 +225,13 @@ type Options struct {
 	// background compaction. Default: 4.
 	L0CompactionThreshold int
 	// L0SlowdownWritesThreshold is the number of level-0 files at which
-	// each commit waits 1ms, to let compaction catch up. Default: 8 times
+	// writes are delayed, to let compaction catch up: from here up to
+	// L0StopWritesThreshold, commits are held to a write rate that falls
+	// with the square of level 0's distance from this threshold, down to
+	// 16 MiB/s one file below the stop threshold (RFC 0004,
+	// "Backpressure"); a writer of
+	// small rows pays for its bytes, not a fixed delay per commit. A value
+	// equal to L0StopWritesThreshold disables the delay. Default: 8 times
 	// l0StallScale: 16 with a MemtableSize below 16 MiB (the default 6 MiB),
 	// 8 from 16 MiB up.
 	// With a MemtableSize below 64 MiB, short-lived TTL tables (RFC 0004)
@@ -218,8 +239,9 @@ type Options struct {
 	// (compaction.L0StallFiles).
 	L0SlowdownWritesThreshold int
 	// L0StopWritesThreshold is the number of level-0 files at which writes
-	// stall until compaction catches up. Default: 12 times l0StallScale (24
-	// with a MemtableSize below 16 MiB, the default; 12 from 16 MiB up).
+	// stall until compaction catches up; it bounds level 0's read
+	// amplification. Default: 12 times l0StopScale: 36 with a MemtableSize
+	// below 8 MiB (the default 6 MiB), 24 from 8 MiB, 12 from 16 MiB up.
 	L0StopWritesThreshold int
 	// LBaseMaxBytes is the size target of the base level, the level L0
 	// compacts into. Default: 64 MiB.
@@ -356,7 +378,7 @@ func (o *Options) withDefaults() (*Options, error) {
 		c.L0CompactionThreshold = 4
 	}
 	if c.L0StopWritesThreshold <= 0 {
-		c.L0StopWritesThreshold = 12 * l0StallScale(c.MemtableSize)
+		c.L0StopWritesThreshold = 12 * l0StopScale(c.MemtableSize)
 	}
 	if c.L0StopWritesThreshold < c.L0CompactionThreshold {
 		c.L0StopWritesThreshold = c.L0CompactionThreshold

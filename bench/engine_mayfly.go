@@ -102,17 +102,18 @@ func (e *mayflyEngine) Settle(ctx context.Context) error {
 func (e *mayflyEngine) Stats() map[string]float64 {
 	m := e.db.Metrics()
 	stats := map[string]float64{
-		"write_amp":        m.WriteAmplification(),
-		"sst_bytes":        float64(m.DiskBytes()),
-		"write_stalls":     float64(m.WriteStalls),
-		"write_stall_ms":   float64(m.WriteStallTime.Milliseconds()),
-		"write_slowdowns":  float64(m.WriteSlowdowns),
-		"compactions":      float64(m.Compactions),
-		"whole_file_drops": float64(m.WholeFileDrops),
-		"trivial_moves":    float64(m.TrivialMoves),
-		"l0_files":         float64(m.Levels[0].Files),
-		"cache_hits":       float64(m.BlockCacheHits),
-		"cache_misses":     float64(m.BlockCacheMisses),
+		"write_amp":         m.WriteAmplification(),
+		"sst_bytes":         float64(m.DiskBytes()),
+		"write_stalls":      float64(m.WriteStalls),
+		"write_stall_ms":    float64(m.WriteStallTime.Milliseconds()),
+		"write_slowdowns":   float64(m.WriteSlowdowns),
+		"write_slowdown_ms": float64(m.WriteSlowdownTime.Milliseconds()),
+		"compactions":       float64(m.Compactions),
+		"whole_file_drops":  float64(m.WholeFileDrops),
+		"trivial_moves":     float64(m.TrivialMoves),
+		"l0_files":          float64(m.Levels[0].Files),
+		"cache_hits":        float64(m.BlockCacheHits),
+		"cache_misses":      float64(m.BlockCacheMisses),
 	}
 	e.mem.addTo(stats)
 	return stats
