@@ -13,17 +13,12 @@ import (
 
 // checkMemoryTotals checks a Metrics.Memory breakdown against the counters
 // it is built from a different way: its Total is manual.Allocated's bytes,
-// its memtable figures sum to memtable.ArenaBytes, and the block cache's
-// in-use bytes lie within what its slabs map. The test does nothing
+// and the block cache's in-use bytes lie within what its slabs map. The test does nothing
 // concurrently, so the figures must match exactly.
 func checkMemoryTotals(t *testing.T, when string, m MemoryMetrics) {
 	t.Helper()
 	if b, _ := manual.Allocated(); m.Total != b {
 		t.Fatalf("%s: Memory.Total = %d, manual.Allocated = %d (%+v)", when, m.Total, b, m)
-	}
-	if a := memtable.ArenaBytes(); m.Memtables() != a {
-		t.Fatalf("%s: memtable arena %d + frozen %d + pooled %d = %d, memtable.ArenaBytes = %d",
-			when, m.MemtableArena, m.MemtableFrozen, m.MemtablePooled, m.Memtables(), a)
 	}
 	if m.BlockCacheInUse < 0 || m.BlockCacheInUse > m.BlockCacheMapped {
 		t.Fatalf("%s: block cache in use %d, mapped %d", when, m.BlockCacheInUse, m.BlockCacheMapped)

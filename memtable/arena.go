@@ -2,7 +2,6 @@ package memtable
 
 import (
 	"encoding/binary"
-	"sync/atomic"
 
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/internal/manual"
@@ -56,21 +55,20 @@ func recordLen(r *format.Row) int {
 	return n
 }
 
-// arenaBytes counts the arena bytes mapped and not yet given back to the
-// operating system.
-var arenaBytes atomic.Int64
-
 // ArenaBytes reports the arena bytes of the process not yet given back to
 // the operating system: those of memtables whose last reference is not
 // released, and the chunks Pools keep for later memtables. This is the
 // memory, outside the Go heap, that memtables take. Tests use it to check
-// that every memtable is given back.
-func ArenaBytes() int64 { return arenaBytes.Load() }
+// that every memtable is given back. It is the sum of the three memtable
+// purposes of internal/manual (arena, frozen, pooled), under which every
+// chunk is counted from its mapping to its release.
+func ArenaBytes() int64 {
+	b := manual.PurposeBytes()
+	return b[manual.PurposeMemtableArena] + b[manual.PurposeMemtableFrozen] + b[manual.PurposeMemtablePooled]
+}
 
-// newChunk returns n freshly mapped arena bytes, counted in arenaBytes and
-// under purpose p (manual.PurposeMemtableArena or PurposeMemtableFrozen).
+// newChunk returns n freshly mapped arena bytes, counted under purpose p (manual.PurposeMemtableArena or PurposeMemtableFrozen).
 func newChunk(p manual.Purpose, n int) []byte {
-	arenaBytes.Add(int64(n))
 	return manual.NewResidentFor(p, n)
 }
 

@@ -182,6 +182,5 @@ func (p *Pool) release(pu manual.Purpose, chunks [][]byte) {
 // freeChunk gives a chunk, counted under purpose pu, back to the operating
 // system.
 func freeChunk(pu manual.Purpose, c []byte) {
-	arenaBytes.Add(-int64(len(c)))
 	manual.FreeFor(pu, c)
 }
