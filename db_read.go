@@ -123,25 +123,54 @@ func (db *DB) find(rs *readState, key []byte, seq uint64) (format.Row, sstable.B
 			return r, sstable.BlockRef{}, true, nil
 		}
 	}
+	// The tables the lookup may pass, in order; their loaded filters are
+	// probed together first (sstable/keyhash.go).
+	var buf [maxProbedTables]*tableFile
+	cands := buf[:0]
 	for _, t := range rs.v.levels[0] {
 		if t.Meta.SmallestSeq > seq || !t.Overlaps(key, key) {
 			continue
 		}
-		if r, ref, ok, err := db.tableGet(t, key, seq); ok || err != nil {
-			return r, ref, ok, err
-		}
+		cands = append(cands, t)
 	}
 	for l := 1; l < len(rs.v.levels); l++ {
-		t := rs.v.findInLevel(l, key)
-		if t == nil {
+		if t := rs.v.findInLevel(l, key); t != nil {
+			cands = append(cands, t)
+		}
+	}
+	h := sstable.HashKey(key)
+	// probed has bit i set when table i's filter is loaded, maybe bit i
+	// when it also may hold key; tables past the first 64 are probed as
+	// the lookup reaches them.
+	var probed, maybe uint64
+	for i, t := range cands[:min(len(cands), 64)] {
+		if may, loaded := t.reader.ProbeLoadedFilter(key, h); loaded {
+			probed |= 1 << i
+			if may {
+				maybe |= 1 << i
+			}
+		}
+	}
+	for i, t := range cands {
+		if i >= 64 || probed&(1<<i) == 0 {
+			if r, ref, ok, err := db.tableGet(t, key, seq); ok || err != nil {
+				return r, ref, ok, err
+			}
 			continue
 		}
-		if r, ref, ok, err := db.tableGet(t, key, seq); ok || err != nil {
+		if maybe&(1<<i) == 0 {
+			db.metrics.bloomNegatives.Add(1)
+			continue
+		}
+		if r, ref, ok, err := db.tableGetAfterFilter(t, key, seq); ok || err != nil {
 			return r, ref, ok, err
 		}
 	}
 	return format.Row{}, sstable.BlockRef{}, false, nil
 }
+
+// maxProbedTables is how many tables find lists without allocating.
+const maxProbedTables = 16
 
 func (db *DB) tableGet(t *tableFile, key []byte, seq uint64) (format.Row, sstable.BlockRef, bool, error) {
 	if ok, err := t.reader.MayContain(key); !ok {
@@ -151,6 +180,11 @@ func (db *DB) tableGet(t *tableFile, key []byte, seq uint64) (format.Row, sstabl
 		db.metrics.bloomNegatives.Add(1)
 		return format.Row{}, sstable.BlockRef{}, false, nil
 	}
+	return db.tableGetAfterFilter(t, key, seq)
+}
+
+// tableGetAfterFilter is tableGet once t's filter said it may hold key.
+func (db *DB) tableGetAfterFilter(t *tableFile, key []byte, seq uint64) (format.Row, sstable.BlockRef, bool, error) {
 	r, ref, ok, err := t.reader.GetAfterFilter(key, seq)
 	if err != nil {
 		return format.Row{}, ref, false, err

@@ -115,7 +115,11 @@ type blockedFilter struct {
 func blockedLine(h, lines uint64) uint64 { return (h >> 32) * lines >> 32 }
 
 func (f *blockedFilter) mayContain(ukey []byte) bool {
-	h := filterHash(ukey)
+	return f.mayContainHash(filterHash(ukey))
+}
+
+// mayContainHash is mayContain for a key whose filterHash is h.
+func (f *blockedFilter) mayContainHash(h uint64) bool {
 	line := f.words[blockedLine(h, f.lines)*blockedLineWords:][:blockedLineWords]
 	p := uint32(h)
 	for range f.k {
