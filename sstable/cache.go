@@ -160,7 +160,7 @@ func (l *blockLoad) newBuf(n int) []byte {
 
 // entryOverhead is what each cached block costs on the Go heap besides its
 // slab memory, charged to the capacity with it: its cachedBlock (80
-// bytes), its CLOCK ring pointer (8) and one or two hash table slots (4
+// bytes), its CLOCK ring pointer (8) and one or two hash table slots (8
 // each), rounded up with the slices' growth slack.
 const entryOverhead = 128
 

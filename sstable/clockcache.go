@@ -12,12 +12,17 @@ package sstable
 //
 // Layout: the cachedBlock of an entry carries its key, weight and
 // referenced bit itself, so an entry costs the Go heap one 80-byte object,
-// one pointer in its shard's CLOCK ring (ents) and one or two int32 slots of
-// the shard's hash table: a pointer-free open-addressed table (linear
+// one pointer in its shard's CLOCK ring (ents) and one or two 8-byte slots
+// of the shard's hash table: a pointer-free open-addressed table (linear
 // probing, at most half full, backward-shift deletion) mapping a key to its
-// slot in the ring. That is about 100 bytes per cached block, where a Go map
-// from key to slot beside a ring of (key, block, weight, bit) entries and a
-// separate reference-count object took about 150.
+// slot in the ring. A table slot holds the ring slot and the low 32 bits of
+// the key's hash: a probe that passes another key's slot, and the
+// backward shift of a deletion (which needs each moved entry's home
+// position), read the table alone instead of each entry's cachedBlock, a
+// cache miss apiece on a cache larger than the processor's. That is about
+// 100 bytes per cached block, where a Go map from key to slot beside a ring
+// of (key, block, weight, bit) entries and a separate reference-count
+// object took about 150.
 //
 // The index is split into shards by a hash of the key, each with its own
 // lock, budget and hand, so that concurrent readers of different blocks
@@ -50,9 +55,9 @@ type clockIndex struct {
 
 type clockShard struct {
 	mu sync.RWMutex
-	// table maps keys to ring slots: 0 marks an empty position, i+1 slot
-	// i. Its length is zero or a power of two at least twice live.
-	table    []int32
+	// table maps keys to ring slots (tableEntry): 0 marks an empty
+	// position. Its length is zero or a power of two at least twice live.
+	table    []uint64
 	ents     []*cachedBlock // the CLOCK ring; nil marks a free slot
 	free     []int32        // free slots
 	live     int            // entries present
@@ -64,6 +69,17 @@ type clockShard struct {
 
 // keyHash mixes k into 64 bits: the top bits choose the shard, the low bits
 // the position in the shard's table.
+//
+// A table entry packs the low 32 bits of its key's hash above its ring
+// slot plus one, so that no entry is 0 (empty); a table never has more
+// than 2^31 positions, so the home position of an entry is its hash bits
+// masked.
+func tableEntry(h uint64, slot int32) uint64 { return uint64(uint32(h))<<32 | uint64(slot+1) }
+
+// entrySlot and entryHash unpack a table entry.
+func entrySlot(e uint64) int32  { return int32(uint32(e)) - 1 }
+func entryHash(e uint64) uint32 { return uint32(e >> 32) }
+
 func keyHash(k cacheKey) uint64 {
 	h := k.id*0x9E3779B97F4A7C15 ^ bits.RotateLeft64(k.off, 32)*0xC2B2AE3D27D4EB4F
 	h ^= h >> 31
@@ -146,7 +162,7 @@ func (s *clockShard) find(k cacheKey, h uint64) (int, bool) {
 		if e == 0 {
 			return p, false
 		}
-		if s.ents[e-1].key == k {
+		if entryHash(e) == uint32(h) && s.ents[entrySlot(e)].key == k {
 			return p, true
 		}
 	}
@@ -160,7 +176,7 @@ func (x *clockIndex) get(k cacheKey) (*cachedBlock, bool) {
 	p, ok := s.find(k, h)
 	var cb *cachedBlock
 	if ok {
-		cb = s.ents[s.table[p]-1]
+		cb = s.ents[entrySlot(s.table[p])]
 		if cb.clock.Load() == 0 {
 			cb.clock.Store(1)
 		}
@@ -207,7 +223,7 @@ func (x *clockIndex) add(k cacheKey, cb *cachedBlock, w int64) bool {
 		s.grow()
 	}
 	p, _ := s.find(k, h)
-	s.table[p] = i + 1
+	s.table[p] = tableEntry(h, i)
 	s.live++
 	s.weight += w
 	s.mu.Unlock()
@@ -223,12 +239,18 @@ func (x *clockIndex) add(k cacheKey, cb *cachedBlock, w int64) bool {
 // grow doubles the shard's table (or allocates its first) and re-enters
 // every entry. The shard must be write-locked.
 func (s *clockShard) grow() {
-	s.table = make([]int32, max(minClockTable, 2*len(s.table)))
-	for i, cb := range s.ents {
-		if cb != nil {
-			p, _ := s.find(cb.key, keyHash(cb.key))
-			s.table[p] = int32(i) + 1
+	old := s.table
+	s.table = make([]uint64, max(minClockTable, 2*len(old)))
+	mask := len(s.table) - 1
+	for _, e := range old {
+		if e == 0 {
+			continue
 		}
+		p := int(entryHash(e)) & mask
+		for s.table[p] != 0 {
+			p = (p + 1) & mask
+		}
+		s.table[p] = e
 	}
 }
 
@@ -239,7 +261,7 @@ func (s *clockShard) grow() {
 func (s *clockShard) unlink(p int) {
 	mask := len(s.table) - 1
 	for q := (p + 1) & mask; s.table[q] != 0; q = (q + 1) & mask {
-		home := int(keyHash(s.ents[s.table[q]-1].key)) & mask
+		home := int(entryHash(s.table[q])) & mask
 		// The entry at q may fill the hole at p unless its home lies
 		// cyclically within (p, q].
 		if (q-home)&mask >= (q-p)&mask {
@@ -291,7 +313,7 @@ func (x *clockIndex) remove(k cacheKey) {
 	p, ok := s.find(k, h)
 	var cb *cachedBlock
 	if ok {
-		cb = s.removeAt(s.table[p] - 1)
+		cb = s.removeAt(entrySlot(s.table[p]))
 	}
 	s.mu.Unlock()
 	if ok {
