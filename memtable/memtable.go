@@ -6,8 +6,11 @@
 // append-only arena of byte chunks (arena.go). An entry carries the key's
 // first 16 bytes as two integers and its length, so most comparisons never
 // touch the arena, and the garbage collector never scans the tree's nodes or
-// the arena. Once the memtable takes no more writes, Freeze swaps the tree
-// for a sorted array of the same entries outside the Go heap (frozen.go).
+// the arena. Entries above every indexed one (keys arriving in ascending
+// order) are appended to a sorted tail outside the Go heap instead of going
+// through the tree (see index, and run.go). Once the memtable takes no more
+// writes, Freeze swaps tree and tail for one sorted array of the same
+// entries outside the Go heap (frozen.go).
 // It accepts writes from one goroutine at a time (the engine's commit
 // leader) while any number of readers and iterators run concurrently. Rows
 // are never removed, so a reader that filters by sequence number sees a
