@@ -23,9 +23,10 @@ func TestMemtableChunksReusedAcrossRotations(t *testing.T) {
 	})
 	// Each round fills a memtable's arena to 2 chunks (1400 rows of about
 	// a thousandth of a chunk) without reaching MemtableSize, then flushes
-	// it; the flush's freeze takes one more chunk for the frozen array
-	// (memtable.Freeze).
-	const rounds, rows, chunksPerRound = 8, 1400, 2 + 1
+	// it. The keys ascend, so the memtable's index is its tail, which the
+	// flush's freeze keeps as the frozen array: it takes no chunk from the
+	// pool (memtable.Freeze).
+	const rounds, rows, chunksPerRound = 8, 1400, 2
 	// The pool keeps memPoolChunks, or with -1 one memtable's 2 chunks.
 	poolChunks := uint64(2)
 	if c := memPoolChunks; c >= 0 {

@@ -96,21 +96,38 @@ func (m *Memtable) less(a, b entry) bool {
 // through ascendFrom and its siblings, which undo the reversal.
 func (m *Memtable) treeLess(a, b entry) bool { return m.less(b, a) }
 
+// The walks below cover the whole index: the frozen array of a frozen
+// memtable, else the tree and then the tail, whose entries all sort after
+// the tree's (see index in memtable.go).
+
 // ascendFrom calls fn on the entries at or after p in internal-key order,
 // ascending, until fn returns false. Caller holds mu.
 func (m *Memtable) ascendFrom(p entry, fn func(entry) bool) {
 	if m.tree == nil {
-		m.walkUp(m.lowerBound(p), fn)
+		m.frozen.walkUp(m.lowerBound(&m.frozen, p), fn)
 		return
 	}
-	m.tree.DescendLessOrEqual(p, fn)
+	t := &m.tail
+	if t.n > 0 && m.less(t.at(0), p) {
+		// p is past the tree's last entry: the walk starts in the tail.
+		t.walkUp(m.lowerBound(t, p), fn)
+		return
+	}
+	more := true
+	m.tree.DescendLessOrEqual(p, func(e entry) bool { more = fn(e); return more })
+	if more {
+		t.walkUp(0, fn)
+	}
 }
 
 // descendFrom calls fn on the entries at or before p in internal-key order,
 // descending, until fn returns false. Caller holds mu.
 func (m *Memtable) descendFrom(p entry, fn func(entry) bool) {
 	if m.tree == nil {
-		m.walkDown(m.upperBound(p)-1, fn)
+		m.frozen.walkDown(m.upperBound(&m.frozen, p)-1, fn)
+		return
+	}
+	if t := &m.tail; t.n > 0 && !t.walkDown(m.upperBound(t, p)-1, fn) {
 		return
 	}
 	m.tree.AscendGreaterOrEqual(p, fn)
@@ -120,17 +137,24 @@ func (m *Memtable) descendFrom(p entry, fn func(entry) bool) {
 // fn returns false. Caller holds mu.
 func (m *Memtable) ascendAll(fn func(entry) bool) {
 	if m.tree == nil {
-		m.walkUp(0, fn)
+		m.frozen.walkUp(0, fn)
 		return
 	}
-	m.tree.Descend(fn)
+	more := true
+	m.tree.Descend(func(e entry) bool { more = fn(e); return more })
+	if more {
+		m.tail.walkUp(0, fn)
+	}
 }
 
 // descendAll calls fn on every entry in internal-key order, descending,
 // until fn returns false. Caller holds mu.
 func (m *Memtable) descendAll(fn func(entry) bool) {
 	if m.tree == nil {
-		m.walkDown(m.frozenLen-1, fn)
+		m.frozen.walkDown(m.frozen.n-1, fn)
+		return
+	}
+	if !m.tail.walkDown(m.tail.n-1, fn) {
 		return
 	}
 	m.tree.Ascend(fn)

@@ -79,8 +79,8 @@ func TestFrozenReadsMatchTree(t *testing.T) {
 		fillRandom(tree, rand.New(rand.NewSource(seed)), 3000)
 		before := readAll(frozen, seed, 800)
 		frozen.Freeze()
-		if !frozen.Frozen() || tree.Frozen() || frozen.tree != nil || frozen.frozenLen != frozen.Len() {
-			t.Fatalf("seed %d: after Freeze tree=%v, %d frozen entries for %d rows", seed, frozen.tree != nil, frozen.frozenLen, frozen.Len())
+		if !frozen.Frozen() || tree.Frozen() || frozen.tree != nil || frozen.frozen.n != frozen.Len() {
+			t.Fatalf("seed %d: after Freeze tree=%v, %d frozen entries for %d rows", seed, frozen.tree != nil, frozen.frozen.n, frozen.Len())
 		}
 		after, want := readAll(frozen, seed, 800), readAll(tree, seed, 800)
 		if len(after) < 2*len(ref) {
@@ -218,8 +218,8 @@ func TestFreezeMemoryAndWrites(t *testing.T) {
 		rows[i] = format.Row{Key: fmt.Appendf(nil, "k%08d", i*7919%100000), Seq: uint64(i + 1), Value: []byte("v")}
 	}
 	fresh, m := fillCountingMallocs(pool, rows)
-	arena := ArenaBytes() - a0
-	m.Freeze() // the pool is empty: the array takes one fresh chunk
+	arena := ArenaBytes() - a0 - tailBytes(m) // the tail's chunk goes at the freeze
+	m.Freeze()                                // the pool is empty: the array takes one fresh chunk
 	if got := ArenaBytes() - a0 - arena; got != arenaChunk || pool.Stats().Fresh != 2 {
 		t.Fatalf("frozen array of %d rows took %d bytes (%d fresh chunks in all), want one chunk", len(rows), got, pool.Stats().Fresh)
 	}
@@ -242,7 +242,7 @@ func TestFreezeMemoryAndWrites(t *testing.T) {
 		t.Fatalf("frozen Get while a reader holds a reference = %v, %v", r.Seq, ok)
 	}
 	m.Unref() // the last reference: its arena and index chunks go to the pool
-	if m.frozen != nil || m.frozenBufs != nil {
+	if m.frozen.n != 0 || m.frozen.bufs != nil {
 		t.Fatal("the last Unref kept the frozen array")
 	}
 	if st := pool.Stats(); st.Pooled != 2 {
@@ -287,8 +287,8 @@ func TestFrozenAcrossIndexChunks(t *testing.T) {
 		}
 	}
 	frozen.Freeze()
-	if len(frozen.frozen) != 2 {
-		t.Fatalf("%d rows frozen into %d chunks, want 2", n, len(frozen.frozen))
+	if len(frozen.frozen.chunks) != 2 {
+		t.Fatalf("%d rows frozen into %d chunks, want 2", n, len(frozen.frozen.chunks))
 	}
 	fi, ti := frozen.NewIter(), tree.NewIter()
 	defer fi.Close()
@@ -327,4 +327,12 @@ func TestFrozenAcrossIndexChunks(t *testing.T) {
 			}
 		}
 	}
+}
+
+// tailBytes returns the bytes of m's tail chunks (counted in ArenaBytes
+// under the frozen purpose while m is live and unfrozen).
+func tailBytes(m *Memtable) int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return int64(len(m.tail.bufs)) * arenaChunk
 }

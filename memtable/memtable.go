@@ -6,8 +6,11 @@
 // append-only arena of byte chunks (arena.go). An entry carries the key's
 // first 16 bytes as two integers and its length, so most comparisons never
 // touch the arena, and the garbage collector never scans the tree's nodes or
-// the arena. Once the memtable takes no more writes, Freeze swaps the tree
-// for a sorted array of the same entries outside the Go heap (frozen.go).
+// the arena. Entries above every indexed one (keys arriving in ascending
+// order) are appended to a sorted tail outside the Go heap instead of going
+// through the tree (see index, and run.go). Once the memtable takes no more
+// writes, Freeze swaps tree and tail for one sorted array of the same
+// entries outside the Go heap (frozen.go).
 // It accepts writes from one goroutine at a time (the engine's commit
 // leader) while any number of readers and iterators run concurrently. Rows
 // are never removed, so a reader that filters by sequence number sees a
@@ -49,19 +52,19 @@ const btreeDegree = 32
 // Memtable is an ordered in-memory set of rows. It is safe for concurrent use
 // by one writer and many readers.
 type Memtable struct {
-	mu   sync.RWMutex
-	tree *btree.BTreeG[entry] // the index; nil once frozen (frozen.go)
-	// frozen is the index of a frozen memtable: its frozenLen entries in
-	// ascending internal-key order, chunkEntries per chunk, carved from
-	// the arena chunks frozenBufs (frozen.go). Guarded by mu.
-	frozen     [][]entry
-	frozenLen  int
-	frozenBufs [][]byte
-	fences     []uint64 // see fenceShift
-	sealed     bool     // Freeze was called: writes panic; guarded by mu
-	chunks     [][]byte // the arena; see arena.go
-	cur        int      // index of the chunk being filled, -1 before the first
-	curLen     int      // bytes used in chunks[cur]
+	mu sync.RWMutex
+	// The index of a live memtable is tree and tail: tail holds the
+	// entries above every entry of tree, in ascending order (see insert).
+	// Freeze replaces both with frozen (frozen.go). Guarded by mu.
+	tree   *btree.BTreeG[entry] // nil once frozen
+	tail   run
+	frozen run
+	// hi is the greatest entry of tree and tail, valid once rows > 0.
+	hi     entry
+	sealed bool     // Freeze was called: writes panic; guarded by mu
+	chunks [][]byte // the arena; see arena.go
+	cur    int      // index of the chunk being filled, -1 before the first
+	curLen int      // bytes used in chunks[cur]
 	// pool is where arena chunks and tree nodes come from and go back
 	// to; nil: none.
 	pool *Pool
@@ -89,7 +92,7 @@ func New(logNum uint64) *Memtable { return NewPooled(logNum, nil) }
 // from pool when it has any and go back to it at the last Unref (see Pool).
 // A nil pool is New.
 func NewPooled(logNum uint64, pool *Pool) *Memtable {
-	m := &Memtable{cur: -1, logNum: logNum, pool: pool}
+	m := &Memtable{cur: -1, logNum: logNum, pool: pool, tail: run{lazy: true}}
 	if nodes := pool.nodeList(); nodes != nil {
 		m.tree = btree.NewWithFreeListG(btreeDegree, m.treeLess, nodes)
 	} else {
@@ -166,8 +169,38 @@ func (m *Memtable) wlock() {
 func (m *Memtable) insert(r *format.Row) int64 {
 	n := recordLen(r)
 	k0, k1 := inline(r.Key)
-	m.tree.ReplaceOrInsert(entry{k0: k0, k1: k1, loc: m.writeRecord(r, n)})
+	m.index(entry{k0: k0, k1: k1, loc: m.writeRecord(r, n)})
 	return int64(n) + indexOverhead
+}
+
+// index adds e to the index. An entry above every indexed one (ascending
+// keys: sequential keys, time-ordered IDs, the sorted batches of a bulk
+// load) is appended to the tail, at the cost of one comparison: no descent
+// of the tree, no shifting of a leaf's entries. Any other entry goes into
+// the tree; one that would land inside the tail's range first moves the
+// tail into the tree, so that the tail stays above the whole tree. Each
+// entry moves at most once, so an insert costs at most one tree insert
+// plus a comparison or two, whatever the order of the keys. Caller holds mu
+// for writing.
+func (m *Memtable) index(e entry) {
+	if m.tail.n+m.tree.Len() == 0 || m.less(m.hi, e) {
+		m.tail.push(m.pool, e)
+		m.hi = e
+		return
+	}
+	if m.tail.n > 0 && !m.less(e, m.tail.at(0)) {
+		m.spill()
+	}
+	m.tree.ReplaceOrInsert(e)
+}
+
+// spill moves the tail into the tree and empties it, keeping its first
+// chunk for the entries appended next. Caller holds mu for writing.
+func (m *Memtable) spill() {
+	for i := range m.tail.n {
+		m.tree.ReplaceOrInsert(m.tail.at(i))
+	}
+	m.tail.reset(m.pool, false)
 }
 
 // noteExpiry folds r into the expiry summary. Caller holds mu.
