@@ -48,6 +48,13 @@ type Pool struct {
 	limit  int
 	closed bool
 	stats  PoolStats
+	// out counts the full-size chunks handed out by get and not released
+	// yet: those of the live memtables, arenas and frozen arrays.
+	out int
+	// span is the full-size chunks (arena and frozen array) of the
+	// memtable released last: one memtable's worth as the workload fills
+	// them, which bounds what the pool keeps beside the live memtables.
+	span int
 }
 
 // PoolStats counts what a Pool did.
@@ -144,11 +151,13 @@ func (p *Pool) get(pu manual.Purpose) []byte {
 		p.free[n-1] = nil
 		p.free = p.free[:n-1]
 		p.stats.Reused++
+		p.out++
 		p.mu.Unlock()
 		manual.Move(manual.PurposeMemtablePooled, pu, len(c))
 		return c
 	}
 	p.stats.Fresh++
+	p.out++
 	p.mu.Unlock()
 	return newChunk(pu, arenaChunk)
 }
@@ -163,8 +172,15 @@ func (p *Pool) release(pu manual.Purpose, chunks [][]byte) {
 	} else {
 		p.mu.Lock()
 		for _, c := range chunks {
-			// An oversized record's own chunk is never kept.
-			if !p.closed && len(c) == arenaChunk && len(p.free) < p.limit {
+			if len(c) == arenaChunk && p.out > 0 {
+				p.out--
+			}
+		}
+		for _, c := range chunks {
+			// An oversized record's own chunk is never kept, nor one that
+			// would raise the live and pooled chunks above two memtables'
+			// worth (see memtableReleased).
+			if !p.closed && len(c) == arenaChunk && len(p.free) < p.limit && p.out+len(p.free) < 2*p.span {
 				p.free = append(p.free, c)
 				manual.Move(pu, manual.PurposeMemtablePooled, len(c))
 			} else {
@@ -177,6 +193,27 @@ func (p *Pool) release(pu manual.Purpose, chunks [][]byte) {
 	for _, c := range drop {
 		freeChunk(pu, c)
 	}
+}
+
+// memtableReleased records that a memtable holding n full-size chunks
+// (arena and frozen array) is about to hand them back: the pool keeps no
+// more than 2n chunks, counting those of the live memtables, until the
+// next memtable is released.
+//
+// Why two: while one memtable is flushed the next one fills, and the
+// chunks of the flushed one are exactly what the one after needs. Beyond
+// that (a second frozen memtable waiting for its flush, allowed by
+// MaxImmutableMemtables) the pool would keep a third memtable's chunks
+// resident through the busiest moment of a fill, when the flush's and
+// compaction's buffers are at their largest too; the chunks a third live
+// memtable needs are mapped fresh instead, and freed when it is released.
+func (p *Pool) memtableReleased(n int) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.span = n
+	p.mu.Unlock()
 }
 
 // freeChunk gives a chunk, counted under purpose pu, back to the operating
