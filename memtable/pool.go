@@ -31,8 +31,10 @@ import (
 // slices keeping their capacity) for the next trees to grow into, instead
 // of the next memtable allocating its index afresh on the Go heap.
 //
-// The pool keeps at most limit chunks (NewPool), the rest are freed, and
-// at most one memtable's index worth of nodes. Chunks of a single oversized
+// The pool keeps at most limit chunks (NewPool), and no chunk that would
+// raise its own and the live memtables' chunks above one and a half
+// memtables' worth (memtableReleased); the rest are freed. It keeps at most
+// one memtable's index worth of nodes. Chunks of a single oversized
 // record are never kept. After Close the pool keeps nothing: chunks handed
 // back later (by an iterator that outlived the database) are freed at once,
 // and nodes are left to the garbage collector.
@@ -79,8 +81,9 @@ type PoolStats struct {
 //
 // Pooled chunks stay resident between memtables, so every chunk the pool
 // may keep is memory a database holds even while its memtables are nearly
-// empty; a database keeps one memtable's worth, which spares the commit
-// path the mapping of every chunk (RFC 0003, "Chunk recycling").
+// empty; a database keeps up to one memtable's worth, less while memtables
+// are live (memtableReleased), which spares the commit path the mapping of
+// most chunks (RFC 0003, "Chunk recycling").
 func NewPool(memtableSize int64, maxChunks int) *Pool {
 	if memtableSize <= 0 {
 		return &Pool{}
@@ -178,9 +181,9 @@ func (p *Pool) release(pu manual.Purpose, chunks [][]byte) {
 		}
 		for _, c := range chunks {
 			// An oversized record's own chunk is never kept, nor one that
-			// would raise the live and pooled chunks above two memtables'
-			// worth (see memtableReleased).
-			if !p.closed && len(c) == arenaChunk && len(p.free) < p.limit && p.out+len(p.free) < 2*p.span {
+			// would raise the live and pooled chunks above one and a half
+			// memtables' worth (see memtableReleased).
+			if !p.closed && len(c) == arenaChunk && len(p.free) < p.limit && 2*(p.out+len(p.free)) < 3*p.span {
 				p.free = append(p.free, c)
 				manual.Move(pu, manual.PurposeMemtablePooled, len(c))
 			} else {
@@ -196,17 +199,22 @@ func (p *Pool) release(pu manual.Purpose, chunks [][]byte) {
 }
 
 // memtableReleased records that a memtable holding n full-size chunks
-// (arena and frozen array) is about to hand them back: the pool keeps no
-// more than 2n chunks, counting those of the live memtables, until the
-// next memtable is released.
+// (arena and frozen array) is about to hand them back. Until the next
+// release the pool keeps chunks only while they and the chunks of the live
+// memtables stay under 1.5n: one and a half memtables' worth as the
+// workload fills them.
 //
-// Why two: while one memtable is flushed the next one fills, and the
-// chunks of the flushed one are exactly what the one after needs. Beyond
-// that (a second frozen memtable waiting for its flush, allowed by
-// MaxImmutableMemtables) the pool would keep a third memtable's chunks
-// resident through the busiest moment of a fill, when the flush's and
-// compaction's buffers are at their largest too; the chunks a third live
-// memtable needs are mapped fresh instead, and freed when it is released.
+// Why: a pool that refilled to its limit at every release kept the chunks
+// of the run's high-water mark resident for good, arena plus pool at the
+// fill's peak 12.6 MB at 6 MiB (three memtables' worth), beside the flush's
+// and compaction's buffers at their largest. While one memtable is flushed
+// the next one fills: the live memtables hold one to two memtables of
+// chunks, and the pool the start of the next. The rest is mapped fresh on
+// the commit path (about 0.1 ms a chunk) and freed at its release. A
+// bound of 2n instead cost about 0.5 MB more at the fill peaks (peak
+// RssAnon 26.2-28.1 against 26.2-27.4 MB in fillrandom, 24.0-25.0 against
+// 23.9-24.0 in fillbatch) for no throughput that showed (docs/rfc/0003,
+// "Memtables alive at the fill peak").
 func (p *Pool) memtableReleased(n int) {
 	if p == nil {
 		return
