@@ -32,8 +32,8 @@ import (
 // of the next memtable allocating its index afresh on the Go heap.
 //
 // The pool keeps at most limit chunks (NewPool), and no chunk that would
-// raise its own and the live memtables' chunks above one and a half
-// memtables' worth (memtableReleased); the rest are freed. It keeps at most
+// raise its own and the live memtables' chunks above two memtables' worth
+// (memtableReleased); the rest are freed. It keeps at most
 // one memtable's index worth of nodes. Chunks of a single oversized
 // record are never kept. After Close the pool keeps nothing: chunks handed
 // back later (by an iterator that outlived the database) are freed at once,
@@ -181,9 +181,9 @@ func (p *Pool) release(pu manual.Purpose, chunks [][]byte) {
 		}
 		for _, c := range chunks {
 			// An oversized record's own chunk is never kept, nor one that
-			// would raise the live and pooled chunks above one and a half
-			// memtables' worth (see memtableReleased).
-			if !p.closed && len(c) == arenaChunk && len(p.free) < p.limit && 2*(p.out+len(p.free)) < 3*p.span {
+			// would raise the live and pooled chunks above two memtables'
+			// worth (see memtableReleased).
+			if !p.closed && len(c) == arenaChunk && len(p.free) < p.limit && p.out+len(p.free) < 2*p.span {
 				p.free = append(p.free, c)
 				manual.Move(pu, manual.PurposeMemtablePooled, len(c))
 			} else {
@@ -201,20 +201,18 @@ func (p *Pool) release(pu manual.Purpose, chunks [][]byte) {
 // memtableReleased records that a memtable holding n full-size chunks
 // (arena and frozen array) is about to hand them back. Until the next
 // release the pool keeps chunks only while they and the chunks of the live
-// memtables stay under 1.5n: one and a half memtables' worth as the
-// workload fills them.
+// memtables stay under 2n: two memtables' worth as the workload fills them.
 //
 // Why: a pool that refilled to its limit at every release kept the chunks
 // of the run's high-water mark resident for good, arena plus pool at the
 // fill's peak 12.6 MB at 6 MiB (three memtables' worth), beside the flush's
 // and compaction's buffers at their largest. While one memtable is flushed
-// the next one fills: the live memtables hold one to two memtables of
-// chunks, and the pool the start of the next. The rest is mapped fresh on
-// the commit path (about 0.1 ms a chunk) and freed at its release. A
-// bound of 2n instead cost about 0.5 MB more at the fill peaks (peak
-// RssAnon 26.2-28.1 against 26.2-27.4 MB in fillrandom, 24.0-25.0 against
-// 23.9-24.0 in fillbatch) for no throughput that showed (docs/rfc/0003,
-// "Memtables alive at the fill peak").
+// the next one fills, and the flushed one's chunks are what the one after
+// needs; chunks beyond that are mapped fresh on the commit path (about
+// 0.1 ms a chunk) and freed at their release. A bound of 1.5n saved about
+// 0.5 MB more at the fill peaks but cost batched loads 6-10% of their
+// throughput on a quiet machine (fillbatch 0.94x Pebble twice against
+// 1.03-1.04x: docs/rfc/0003, "Chunk recycling").
 func (p *Pool) memtableReleased(n int) {
 	if p == nil {
 		return
