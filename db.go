@@ -35,6 +35,8 @@ import (
 // than one chunk would, but one chunk maps the rest of every memtable's
 // chunks on the commit path, and that cost batched loads 6-10% of their
 // throughput (docs/benchmarks.md, "Memtable 6 MiB, one pooled chunk").
+// Beside this limit the pool keeps no chunk while the live memtables and
+// the pool already hold two memtables' worth (memtable.Pool).
 const memPoolChunks = -1
 
 // DB is an open database. Open one with Open and release it with Close.

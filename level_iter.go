@@ -40,6 +40,9 @@ type levelIter struct {
 	spare *sstable.Iterator
 	pos   levelPos
 	err   error
+	// compaction makes the table iterators compaction iterators
+	// (sstable.Reader.NewCompactionIter; Reset keeps them so).
+	compaction bool
 }
 
 type levelPos uint8
@@ -93,6 +96,8 @@ func (l *levelIter) open(i int) {
 	if l.spare != nil {
 		l.iter, l.spare = l.spare, nil
 		l.iter.Reset(l.tables[i].reader)
+	} else if l.compaction {
+		l.iter = l.tables[i].reader.NewCompactionIter().(*sstable.Iterator)
 	} else {
 		l.iter = l.tables[i].reader.NewIter().(*sstable.Iterator)
 	}

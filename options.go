@@ -158,14 +158,17 @@ type Options struct {
 	// frozen and scheduled for flushing. Default: DefaultMemtableSize
 	// (6 MiB). A memtable's rows live in arena memory outside the Go heap
 	// (its size, counted in whole 1 MiB chunks) and its B-tree index on the
-	// heap (about 25-50 bytes per row); up to 1 + MaxImmutableMemtables
-	// memtables are alive at once, so write-path memory grows with this size.
+	// heap (about 25-50 bytes per row); up to MaxImmutableMemtables full
+	// memtables and a quarter of one are alive at once, so write-path memory
+	// grows with this size.
 	// A larger memtable makes fewer, larger level-0 tables: less level-0
 	// compaction for random writes, at the price of that memory (see
 	// docs/benchmarks.md, "Memtable size: RSS against write amplification").
 	MemtableSize int64
 	// MaxImmutableMemtables is how many frozen memtables may wait for their
-	// flush before writes stall. Default: 2.
+	// flush; while that many wait, the active memtable takes writes up to a
+	// quarter of MemtableSize, then writes stall until a flush ends.
+	// Default: 2.
 	MaxImmutableMemtables int
 	// MemtableExpiryFraction rotates (freezes and flushes) the active
 	// memtable before it is full when it holds rows with an expiry: once

@@ -88,6 +88,18 @@ func (m *Memtable) reserve(n int) (chunk, off int) {
 	return m.cur, off
 }
 
+// fullChunks returns how many full-size chunks the memtable holds, arena
+// and frozen array. Caller holds mu.
+func (m *Memtable) fullChunks() int {
+	n := len(m.frozenBufs)
+	for _, c := range m.chunks {
+		if len(c) == arenaChunk {
+			n++
+		}
+	}
+	return n
+}
+
 // freeArena hands every chunk to the pool, which keeps or frees it. Caller
 // holds mu for writing and the last reference.
 func (m *Memtable) freeArena() {

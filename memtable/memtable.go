@@ -123,6 +123,7 @@ func (m *Memtable) Unref() {
 	case n == 0:
 		m.mu.Lock()
 		m.released = true
+		m.pool.memtableReleased(m.fullChunks())
 		m.freeArena()
 		m.freeIndex()
 		// Drop the index too: a holder of a stale pointer to m (a closed

@@ -31,8 +31,10 @@ import (
 // slices keeping their capacity) for the next trees to grow into, instead
 // of the next memtable allocating its index afresh on the Go heap.
 //
-// The pool keeps at most limit chunks (NewPool), the rest are freed, and
-// at most one memtable's index worth of nodes. Chunks of a single oversized
+// The pool keeps at most limit chunks (NewPool), and no chunk that would
+// raise its own and the live memtables' chunks above two memtables' worth
+// (memtableReleased); the rest are freed. It keeps at most
+// one memtable's index worth of nodes. Chunks of a single oversized
 // record are never kept. After Close the pool keeps nothing: chunks handed
 // back later (by an iterator that outlived the database) are freed at once,
 // and nodes are left to the garbage collector.
@@ -48,6 +50,13 @@ type Pool struct {
 	limit  int
 	closed bool
 	stats  PoolStats
+	// out counts the full-size chunks handed out by get and not released
+	// yet: those of the live memtables, arenas and frozen arrays.
+	out int
+	// span is the full-size chunks (arena and frozen array) of the
+	// memtable released last: one memtable's worth as the workload fills
+	// them, which bounds what the pool keeps beside the live memtables.
+	span int
 }
 
 // PoolStats counts what a Pool did.
@@ -72,8 +81,9 @@ type PoolStats struct {
 //
 // Pooled chunks stay resident between memtables, so every chunk the pool
 // may keep is memory a database holds even while its memtables are nearly
-// empty; a database keeps one memtable's worth, which spares the commit
-// path the mapping of every chunk (RFC 0003, "Chunk recycling").
+// empty; a database keeps up to one memtable's worth, less while memtables
+// are live (memtableReleased), which spares the commit path the mapping of
+// most chunks (RFC 0003, "Chunk recycling").
 func NewPool(memtableSize int64, maxChunks int) *Pool {
 	if memtableSize <= 0 {
 		return &Pool{}
@@ -144,11 +154,13 @@ func (p *Pool) get(pu manual.Purpose) []byte {
 		p.free[n-1] = nil
 		p.free = p.free[:n-1]
 		p.stats.Reused++
+		p.out++
 		p.mu.Unlock()
 		manual.Move(manual.PurposeMemtablePooled, pu, len(c))
 		return c
 	}
 	p.stats.Fresh++
+	p.out++
 	p.mu.Unlock()
 	return newChunk(pu, arenaChunk)
 }
@@ -163,8 +175,15 @@ func (p *Pool) release(pu manual.Purpose, chunks [][]byte) {
 	} else {
 		p.mu.Lock()
 		for _, c := range chunks {
-			// An oversized record's own chunk is never kept.
-			if !p.closed && len(c) == arenaChunk && len(p.free) < p.limit {
+			if len(c) == arenaChunk && p.out > 0 {
+				p.out--
+			}
+		}
+		for _, c := range chunks {
+			// An oversized record's own chunk is never kept, nor one that
+			// would raise the live and pooled chunks above two memtables'
+			// worth (see memtableReleased).
+			if !p.closed && len(c) == arenaChunk && len(p.free) < p.limit && p.out+len(p.free) < 2*p.span {
 				p.free = append(p.free, c)
 				manual.Move(pu, manual.PurposeMemtablePooled, len(c))
 			} else {
@@ -177,6 +196,30 @@ func (p *Pool) release(pu manual.Purpose, chunks [][]byte) {
 	for _, c := range drop {
 		freeChunk(pu, c)
 	}
+}
+
+// memtableReleased records that a memtable holding n full-size chunks
+// (arena and frozen array) is about to hand them back. Until the next
+// release the pool keeps chunks only while they and the chunks of the live
+// memtables stay under 2n: two memtables' worth as the workload fills them.
+//
+// Why: a pool that refilled to its limit at every release kept the chunks
+// of the run's high-water mark resident for good, arena plus pool at the
+// fill's peak 12.6 MB at 6 MiB (three memtables' worth), beside the flush's
+// and compaction's buffers at their largest. While one memtable is flushed
+// the next one fills, and the flushed one's chunks are what the one after
+// needs; chunks beyond that are mapped fresh on the commit path (about
+// 0.1 ms a chunk) and freed at their release. A bound of 1.5n saved about
+// 0.5 MB more at the fill peaks but cost batched loads 6-10% of their
+// throughput on a quiet machine (fillbatch 0.94x Pebble twice against
+// 1.03-1.04x: docs/rfc/0003, "Chunk recycling").
+func (p *Pool) memtableReleased(n int) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.span = n
+	p.mu.Unlock()
 }
 
 // freeChunk gives a chunk, counted under purpose pu, back to the operating

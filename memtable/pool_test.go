@@ -268,3 +268,42 @@ func fillCountingMallocs(pool *Pool, rows []format.Row) (uint64, *Memtable) {
 	runtime.ReadMemStats(&after)
 	return after.Mallocs - before.Mallocs, m
 }
+
+// TestPoolKeepsTwoMemtablesWithLive: a memtable released while others are
+// live is kept only up to two memtables' worth of chunks, counting the live
+// ones (memtableReleased): with two live memtables of 3 chunks beside it,
+// the released one's 3 chunks are freed, not pooled; once only one of 3
+// chunks is live, the next release of 3 is pooled whole.
+func TestPoolKeepsTwoMemtablesWithLive(t *testing.T) {
+	base := ArenaBytes()
+	pool := NewPool(8*arenaChunk, -1) // limit 8 chunks: not what binds here
+	const rows = 2500                 // 3 chunks
+	a := fillPooled(pool, rows, 0)
+	b := fillPooled(pool, rows, 1)
+	c := fillPooled(pool, rows, 2)
+	a.Unref() // b and c (6 chunks) live: two memtables already
+	if s := pool.Stats(); s.Pooled != 0 || s.Freed != 3 {
+		t.Fatalf("released beside two live memtables: %+v, want 0 pooled, 3 freed", s)
+	}
+	if got := ArenaBytes() - base; got != 6*arenaChunk {
+		t.Fatalf("%d arena bytes, want %d (b and c only)", got, 6*arenaChunk)
+	}
+	b.Unref() // c (3 chunks) live: b's 3 complete two memtables
+	if s := pool.Stats(); s.Pooled != 3 || s.Freed != 3 {
+		t.Fatalf("released beside one live memtable: %+v, want 3 pooled, 3 freed", s)
+	}
+	d := fillPooled(pool, rows, 3) // takes b's chunks, maps nothing
+	checkPooled(t, d, rows, 3)
+	if s := pool.Stats(); s.Fresh != 9 || s.Reused != 3 {
+		t.Fatalf("d: %+v, want 9 fresh and 3 reused in all", s)
+	}
+	c.Unref()
+	d.Unref()
+	if s := pool.Stats(); s.Pooled != 6 {
+		t.Fatalf("nothing live: %+v, want 6 pooled (two memtables)", s)
+	}
+	pool.Close()
+	if got := ArenaBytes(); got != base {
+		t.Fatalf("Close left %d arena bytes", got-base)
+	}
+}
