@@ -88,10 +88,15 @@ func (m *Memtable) reserve(n int) (chunk, off int) {
 	return m.cur, off
 }
 
-// fullChunks returns how many full-size chunks the memtable holds, arena
-// and frozen array. Caller holds mu.
+// fullChunks returns how many full-size chunks the memtable holds that
+// came from the pool: arena and frozen array (not the chunks of a lazy
+// run, a tail or a frozen array that was one, which are mapped on their
+// own and never pooled). Caller holds mu.
 func (m *Memtable) fullChunks() int {
-	n := len(m.frozenBufs)
+	n := 0
+	if !m.frozen.lazy {
+		n = len(m.frozen.bufs)
+	}
 	for _, c := range m.chunks {
 		if len(c) == arenaChunk {
 			n++
