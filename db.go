@@ -55,6 +55,10 @@ type DB struct {
 	// readAheadAfter is sstable.ReaderOptions.ReadAheadAfter: on a local
 	// directory an iterator reads ahead only once a scan is long.
 	readAheadAfter int
+	// localTables is sstable.ReaderOptions.IndependentMisses: tables in a
+	// local directory, where a block read is a page-cache copy, so
+	// concurrent misses of one block need not share one read.
+	localTables bool
 	// memPool recycles the B-tree nodes and arena chunks of released
 	// memtables (up to one memtable's worth, memPoolChunks) for new ones
 	// (newMemtable); Close empties it.
@@ -179,6 +183,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	if !remote {
 		db.readAheadAfter = localReadAheadAfter
+		db.localTables = true
 	}
 	src := o.Clock
 	if src == nil {

@@ -12,11 +12,20 @@ import (
 // Get returns the value of key, or ErrNotFound if the key has no live value
 // (never written, deleted or expired). The returned slice is the caller's.
 func (db *DB) Get(key []byte) ([]byte, error) {
-	r, err := db.lookup(key, latestSeq, nowUnread, true)
+	r, err := db.lookup(key, latestSeq, nowUnread, nil, true)
 	if err != nil {
 		return nil, err
 	}
 	return r.Value, nil
+}
+
+// GetAppend appends the value of key to dst and returns the extended
+// slice, or dst itself and ErrNotFound if the key has no live value; it is
+// Get for a caller that reuses a buffer, and allocates nothing when dst
+// has room for the value. The result aliases dst's array, never the
+// database's memory.
+func (db *DB) GetAppend(dst, key []byte) ([]byte, error) {
+	return db.getAt(dst, key, latestSeq, nowUnread)
 }
 
 // TTL reports how long key has left to live. For a live key with a deadline
@@ -27,17 +36,18 @@ func (db *DB) TTL(key []byte) (remaining time.Duration, expires bool, err error)
 	return db.ttlAt(key, latestSeq, db.clock.NowMillis())
 }
 
-// getAt reads key at snapshot sequence seq and time now.
-func (db *DB) getAt(key []byte, seq uint64, now int64) ([]byte, error) {
-	r, err := db.lookup(key, seq, now, true)
+// getAt appends the value of key at snapshot sequence seq and time now to
+// dst (nil: a new slice of its own); on error it returns dst.
+func (db *DB) getAt(dst, key []byte, seq uint64, now int64) ([]byte, error) {
+	r, err := db.lookup(key, seq, now, dst, true)
 	if err != nil {
-		return nil, err
+		return dst, err
 	}
 	return r.Value, nil
 }
 
 func (db *DB) ttlAt(key []byte, seq uint64, now int64) (time.Duration, bool, error) {
-	r, err := db.lookup(key, seq, now, false)
+	r, err := db.lookup(key, seq, now, nil, false)
 	if err != nil {
 		return 0, false, err
 	}
@@ -67,9 +77,10 @@ const nowUnread = math.MinInt64
 // the clock's time once the row is found). The row's
 // bytes may alias a memtable arena, which only the read state keeps alive,
 // or a cached block, which only its block reference does, so none leave:
-// the returned row has no Key, and its Value is a fresh copy the caller
-// owns when withValue is set, else nil.
-func (db *DB) lookup(key []byte, seq uint64, now int64, withValue bool) (format.Row, error) {
+// the returned row has no Key, and its Value is, when withValue is set, a
+// copy the caller owns appended to dst (a new slice if dst is nil), else
+// nil.
+func (db *DB) lookup(key []byte, seq uint64, now int64, dst []byte, withValue bool) (format.Row, error) {
 	if err := checkReadKey(key); err != nil {
 		return format.Row{}, err
 	}
@@ -102,9 +113,12 @@ func (db *DB) lookup(key []byte, seq uint64, now int64, withValue bool) (format.
 	}
 	db.metrics.rowsRead.Add(1)
 	r.Key = nil
-	if withValue {
+	switch {
+	case withValue && dst == nil:
 		r.Value = append(make([]byte, 0, len(r.Value)), r.Value...)
-	} else {
+	case withValue:
+		r.Value = append(dst, r.Value...)
+	default:
 		r.Value = nil
 	}
 	return r, nil

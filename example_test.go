@@ -245,3 +245,35 @@ func ExampleDB_Scan() {
 	// fruit:banana=yellow
 	// fruit:date=brown
 }
+
+// A hot read loop reuses one buffer: GetAppend copies each value into it
+// instead of allocating a new slice per read.
+func ExampleDB_GetAppend() {
+	dir, err := os.MkdirTemp("", "mayfly-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	db, err := mayfly.Open(dir, &mayfly.Options{Clock: clock.NewManual(exampleEpoch)})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+
+	for _, k := range []string{"limit:alice", "limit:bob"} {
+		if err := db.PutTTL([]byte(k), []byte("100"), mayfly.ExpireAfter(time.Minute)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	buf := make([]byte, 0, 64)
+	for _, k := range []string{"limit:alice", "limit:bob", "limit:carol"} {
+		var err error
+		buf, err = db.GetAppend(buf[:0], []byte(k))
+		fmt.Printf("%s %q %v\n", k, buf, err)
+	}
+	// Output:
+	// limit:alice "100" <nil>
+	// limit:bob "100" <nil>
+	// limit:carol "" mayfly: not found
+}

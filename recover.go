@@ -369,7 +369,8 @@ func (db *DB) openTable(m *manifest.FileMeta) (*tableFile, error) {
 		return nil, fmt.Errorf("mayfly: open table listed in manifest: %w", err)
 	}
 	r, err := sstable.Open(f, sstable.ReaderOptions{Cache: db.cache, FileNum: m.Num, Name: tableName(m.Num),
-		ReadAhead: db.opts.ReadAheadSize, CompactionReadAhead: db.compactionReadAhead, ReadAheadAfter: db.readAheadAfter})
+		ReadAhead: db.opts.ReadAheadSize, CompactionReadAhead: db.compactionReadAhead, ReadAheadAfter: db.readAheadAfter,
+		IndependentMisses: db.localTables})
 	if err != nil {
 		f.Close()
 		return nil, err

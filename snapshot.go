@@ -48,7 +48,16 @@ func (s *Snapshot) Get(key []byte) ([]byte, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return s.db.getAt(key, s.seq, s.now)
+	return s.db.getAt(nil, key, s.seq, s.now)
+}
+
+// GetAppend appends the value key had in the snapshot to dst and returns
+// the extended slice, or dst and an error (ErrNotFound); see DB.GetAppend.
+func (s *Snapshot) GetAppend(dst, key []byte) ([]byte, error) {
+	if err := s.check(); err != nil {
+		return dst, err
+	}
+	return s.db.getAt(dst, key, s.seq, s.now)
 }
 
 // TTL reports the time key had left to live at the snapshot's time; see

@@ -70,16 +70,15 @@ func (e *mayflyEngine) Batch(keys, values [][]byte) error {
 }
 
 func (e *mayflyEngine) Get(k, dst []byte) ([]byte, bool, error) {
-	v, err := e.db.Get(k)
+	// GetAppend copies the value into dst, as the other adapters do.
+	v, err := e.db.GetAppend(dst, k)
 	if errors.Is(err, mayfly.ErrNotFound) {
 		return dst, false, nil
 	}
 	if err != nil {
 		return dst, false, err
 	}
-	// Mayfly's Get already returns a fresh copy; append to dst to keep
-	// the same work shape as the other adapters.
-	return append(dst, v...), true, nil
+	return v, true, nil
 }
 
 func (e *mayflyEngine) NewIter() (Iter, error) {

@@ -371,3 +371,51 @@ func (c *Cache) load(k cacheKey, read func(blockAlloc) ([]byte, error)) (blockRe
 	}
 	return l.b, nil
 }
+
+// soloLoad is the state of a miss read without sharing (ReaderOptions.
+// IndependentMisses): the slab block the read decodes into. Pooled, with
+// its blockAlloc bound once, so that such a miss allocates nothing on the
+// Go heap but the block's cachedBlock.
+type soloLoad struct {
+	l     blockLoad
+	alloc blockAlloc
+}
+
+var soloLoads = sync.Pool{New: func() any {
+	s := new(soloLoad)
+	s.alloc = s.l.newBuf
+	return s
+}}
+
+// soloLoader returns a soloLoad for a read into c's slab memory.
+func (c *Cache) soloLoader() *soloLoad {
+	s := soloLoads.Get().(*soloLoad)
+	s.l.c = c
+	return s
+}
+
+// finishSolo caches the block for k that a read with s's allocator
+// returned (b, err) and returns a reference to it, or to the copy another
+// reader cached first (then b's block is freed at the caller's release);
+// it gives s back to the pool.
+func (c *Cache) finishSolo(k cacheKey, s *soloLoad, b []byte, err error) (blockRef, error) {
+	cb := s.l.cb
+	s.l.cb, s.l.c = nil, nil
+	soloLoads.Put(s)
+	if err != nil {
+		if cb != nil {
+			cb.unref()
+		}
+		return blockRef{}, err
+	}
+	switch inSlab := cb != nil && len(b) > 0 && len(b) == len(cb.buf.B) && &b[0] == &cb.buf.B[0]; {
+	case inSlab && !c.closed.Load():
+		return c.insert(k, cb), nil
+	case inSlab:
+		return blockRef{b: b, c: cb}, nil // a closed cache: the caller's alone
+	}
+	if cb != nil {
+		cb.unref()
+	}
+	return c.set(k, b), nil
+}

@@ -3,6 +3,7 @@ package sstable
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -140,6 +141,16 @@ func TestCacheTryRefFailsOnZero(t *testing.T) {
 // evicted while others read them. Run with -race (which also poisons freed
 // blocks, so a use after free reads wrong bytes and fails the checks).
 func TestCacheConcurrentReaders(t *testing.T) {
+	for _, alone := range []bool{false, true} {
+		t.Run(fmt.Sprintf("IndependentMisses=%v", alone), func(t *testing.T) { testCacheConcurrentReaders(t, alone) })
+	}
+}
+
+// testCacheConcurrentReaders runs goroutines that scan and Get through
+// two Readers of one file (one file number, so they share cached blocks)
+// on a cache too small for the table, then checks every buffer is given
+// back once the cache is emptied.
+func testCacheConcurrentReaders(t *testing.T, alone bool) {
 	rows := genRows(600, 9)
 	data, _ := buildTable(t, rows, WriterOptions{BlockSize: 512})
 	latest := map[string]*format.Row{}
@@ -149,7 +160,14 @@ func TestCacheConcurrentReaders(t *testing.T) {
 		}
 	}
 	cache := NewCache(8 << 10)
-	readers := []*Reader{openTable(t, data, cache), openTable(t, data, cache)}
+	var readers []*Reader
+	for range 2 {
+		r, err := Open(newMemObject(data), ReaderOptions{Cache: cache, Name: "sst/000001.sst", FileNum: 1, IndependentMisses: alone})
+		if err != nil {
+			t.Fatal(err)
+		}
+		readers = append(readers, r)
+	}
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)
@@ -284,5 +302,34 @@ func TestReadAheadWindowsFreed(t *testing.T) {
 	cache.Close()
 	if st := cache.AllocStats(); !st.Empty() {
 		t.Fatalf("after Close: %+v", st)
+	}
+}
+
+// TestIndependentMissAfterClose: a Reader that reads its misses alone still
+// answers once its cache is closed, and the block it read into slab memory
+// is freed at its release, not left in the closed cache.
+func TestIndependentMissAfterClose(t *testing.T) {
+	rows := genRows(200, 4)
+	data, _ := buildTable(t, rows, WriterOptions{BlockSize: 512})
+	cache := NewCache(1 << 20)
+	r, err := Open(newMemObject(data), ReaderOptions{Cache: cache, Name: "sst/000001.sst", FileNum: 1, IndependentMisses: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := rows[0].Key
+	got, ref, found, err := r.GetAfterFilter(k, format.MaxSeq)
+	if err != nil || !found || !rowsEqual(&got, &rows[0]) {
+		t.Fatalf("Get(%q) = %s, %v, %v", k, fmtRow(&got), found, err)
+	}
+	ref.Release()
+	cache.Close()
+	k = rows[len(rows)-1].Key
+	got, ref, found, err = r.GetAfterFilter(k, format.MaxSeq)
+	if err != nil || !found || !rowsEqual(&got, &rows[len(rows)-1]) {
+		t.Fatalf("Get(%q) after Close = %s, %v, %v", k, fmtRow(&got), found, err)
+	}
+	ref.Release()
+	if st := cache.AllocStats(); !st.Empty() {
+		t.Fatalf("allocator holds %+v after the cache closed and every reference was released", st)
 	}
 }

@@ -59,6 +59,14 @@ type ReaderOptions struct {
 	// range scan does not fetch and decode a window it will not use. Zero
 	// reads ahead from the first step.
 	ReadAheadAfter int
+	// IndependentMisses makes each point lookup that misses the cache read
+	// and decode the block itself, even while another lookup is reading
+	// the same block; the first to finish caches it. That suits a local
+	// file, where a read is a copy from the page cache and a duplicate is
+	// rare and cheap, and saves every miss the bookkeeping that shares
+	// one read among concurrent misses. Leave it off on an object store,
+	// where each read is a request.
+	IndependentMisses bool
 }
 
 // Reader reads one table. It is safe for concurrent use.
@@ -74,6 +82,7 @@ type Reader struct {
 	raMax   int    // ReaderOptions.ReadAhead; <= 0 disables read-ahead
 	raComp  int    // the same for compaction iterators
 	raAfter int    // ReaderOptions.ReadAheadAfter
+	alone   bool   // ReaderOptions.IndependentMisses
 
 	getPool sync.Pool // *getState for Get
 
@@ -85,7 +94,7 @@ type Reader struct {
 // or filter surfaces as an error of the first Get, MayContain or iterator
 // that needs it (and of Check). On error the caller still owns f.
 func Open(f storage.ObjectReader, opts ReaderOptions) (*Reader, error) {
-	r := &Reader{f: f, name: opts.Name, cache: opts.Cache, size: f.Size(), raMax: opts.ReadAhead, raComp: opts.CompactionReadAhead, raAfter: opts.ReadAheadAfter}
+	r := &Reader{f: f, name: opts.Name, cache: opts.Cache, size: f.Size(), raMax: opts.ReadAhead, raComp: opts.CompactionReadAhead, raAfter: opts.ReadAheadAfter, alone: opts.IndependentMisses}
 	if r.raComp == 0 {
 		r.raComp = r.raMax
 	}
@@ -294,6 +303,11 @@ func (r *Reader) readDataBlock(h blockHandle, fill bool) (blockRef, error) {
 	if !fill || r.cache == nil || r.cache.c == nil {
 		b, err := r.readBlock(h, "data")
 		return blockRef{b: b}, err
+	}
+	if r.alone {
+		l := r.cache.soloLoader()
+		b, err := r.readBlockInto(h, "data", l.alloc)
+		return r.cache.finishSolo(cacheKey{id: r.cacheID, off: h.offset}, l, b, err)
 	}
 	return r.cache.load(cacheKey{id: r.cacheID, off: h.offset}, func(alloc blockAlloc) ([]byte, error) {
 		return r.readBlockInto(h, "data", alloc)
