@@ -114,6 +114,10 @@ func (e *mayflyEngine) Stats() map[string]float64 {
 		"cache_hits":        float64(m.BlockCacheHits),
 		"cache_misses":      float64(m.BlockCacheMisses),
 	}
+	stats["flushes"] = float64(m.Flushes)
+	for kind, n := range m.CompactionsByKind {
+		stats["compactions_"+kind] = float64(n)
+	}
 	e.mem.addTo(stats)
 	return stats
 }

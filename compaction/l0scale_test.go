@@ -30,7 +30,7 @@ func TestShortLivedScale(t *testing.T) {
 		memtable int64
 		scale    int
 	}{
-		{0, 1}, {256 << 20, 1}, {64 << 20, 1}, {48 << 20, 2}, {32 << 20, 2}, {16 << 20, 4}, {12 << 20, 6}, {8 << 20, 8}, {6 << 20, 8}, {64 << 10, 8},
+		{0, 1}, {256 << 20, 1}, {64 << 20, 1}, {48 << 20, 2}, {32 << 20, 2}, {16 << 20, 4}, {12 << 20, 6}, {8 << 20, 8}, {6 << 20, 11}, {4 << 20, 16}, {2 << 20, 16}, {64 << 10, 16},
 	} {
 		o.MemtableSize = c.memtable
 		if s := ShortLivedScale(&o); s != c.scale {
@@ -43,7 +43,8 @@ func TestShortLivedScale(t *testing.T) {
 // making a table every 250 ms (about 21 alive per TTL), level 0 holds 6 to
 // 20 short-lived tables without a compaction (they wait for their drops),
 // its score counting them against 24 (ShortLivedL0Limit 6 times 4). At a
-// rate whose tables per TTL would pass 24 (one per 200 ms, 4.8 s TTL), for
+// rate whose tables per TTL would pass even 16 times the limit, 96 (one per
+// 20 ms, 4.8 s TTL), for
 // tables of an hour's TTL, or for tables created in the same millisecond,
 // there is no larger allowance: 6 compact as with the reference memtable.
 // Four tables that are not short-lived trigger at L0CompactionThreshold.
@@ -71,7 +72,7 @@ func TestShortLivedL0LimitScaled(t *testing.T) {
 		name     string
 		gap, ttl int64
 	}{
-		{"more than 24 tables per TTL", 200, 4_800},
+		{"more than 96 tables per TTL", 20, 4_800},
 		{"1 h TTL", 500, 3_600_000},
 		{"created together", 0, 5_000},
 	} {
@@ -106,10 +107,11 @@ func TestL0StallFiles(t *testing.T) {
 		{64 << 20, 0, 10, 5_000, 1, 10},
 		{16 << 20, 10, 0, 5_000, 4, 3},
 		{16 << 20, 20, 0, 5_000, 4, 5},
-		{16 << 20, 25, 0, 6_500, 1, 25}, // over the scaled limit already
+		{16 << 20, 25, 0, 6_500, 5, 5},   // over 24, but 27 forecast: the scale the forecast needs
+		{16 << 20, 25, 0, 60_000, 1, 25}, // 264 files forecast: more than 16 times the limit
 		{16 << 20, 8, 2, 5_000, 4, 3},
 		{16 << 20, 6, 4, 2_500, 4, 4},
-		{16 << 20, 2, 8, 5_000, 1, 10}, // 30 files forecast
+		{16 << 20, 2, 8, 5_000, 5, 8}, // 29 files forecast: scale 5, the 8 others count whole
 		{16 << 20, 10, 0, 3_600_000, 1, 10},
 		{32 << 20, 9, 0, 2_500, 2, 5},
 	} {

@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"bytes"
+	"math"
 
 	"github.com/mayflydb/mayfly/manifest"
 )
@@ -213,14 +214,14 @@ func Scores(v *Levels, o *PickerOptions, now int64) [NumLevels]float64 {
 const ShortLivedReferenceMemtable = 64 << 20
 
 // MaxShortLivedScale caps ShortLivedScale, and with it how many level-0
-// files a point read may have to probe in a TTL stream (80 with the
-// default thresholds).
-const MaxShortLivedScale = 8
+// files a point read may have to probe in a TTL stream (110 with the
+// default 6 MiB memtable and thresholds, 160 at 4 MiB and below).
+const MaxShortLivedScale = 16
 
 // ShortLivedScale is how many times more short-lived tables level 0 may
 // hold than with ShortLivedReferenceMemtable: the reference size over
-// MemtableSize, rounded up, between 1 and MaxShortLivedScale (1, 4, 8, 8
-// for 64, 16, 8 and 6 MiB). A TTL stream makes tables at a rate set by its bytes
+// MemtableSize, rounded up, between 1 and MaxShortLivedScale (1, 4, 8, 11
+// and 16 for 64, 16, 8, 6 and 4 MiB). A TTL stream makes tables at a rate set by its bytes
 // per second and the memtable size, so the number of tables alive during
 // one TTL grows as the memtable shrinks while their bytes stay the same; a
 // fixed file limit would merge them into the base level before they expire
@@ -271,16 +272,21 @@ func (c *L0Census) Add(m *manifest.FileMeta, o *PickerOptions) {
 	c.ShortLived++
 }
 
-// Scale is ShortLivedScale when the short-lived tables are expected to
-// leave by whole-file drops within the scaled limit, and 1 otherwise. The
-// forecast: level 0 grows at the rate its short-lived tables were created
-// (their count less one over the span of their creation times) until the
-// first of them is dropped; if the files then present stay within
-// ShortLivedL0Limit times the scale, waiting keeps the drops. A TTL of
-// seconds passes; a TTL of an hour does not (its tables would reach the
-// scaled limit long before the first drop, so the larger limit would only
-// add level-0 files to every read before the same compaction), nor do
-// tables all created in the same millisecond (no rate to go by).
+// Scale is how many times ShortLivedL0Limit level 0 may hold while its
+// short-lived tables are expected to leave by whole-file drops: at least
+// ShortLivedScale, more (up to MaxShortLivedScale) if the forecast needs it,
+// and 1 when the forecast exceeds even that. The forecast: level 0 grows at
+// the rate its short-lived tables were created (their count less one over
+// the span of their creation times) until the first of them is dropped;
+// the files then present must fit within the scaled limit for waiting to
+// keep the drops. A TTL of seconds passes; a TTL of an hour does not (its
+// tables would reach the limit long before the first drop, so a larger
+// limit would only add level-0 files to every read before the same
+// compaction), nor do tables all created in the same millisecond (no rate
+// to go by). Taking the scale the forecast needs, not only the one the
+// memtable size suggests, keeps a faster stream's drops: at 19 tables a
+// second and a 5 s TTL about 100 tables are alive, above the 6 MiB
+// memtable's 10 x 11.
 func (c *L0Census) Scale(o *PickerOptions, now int64) int {
 	s := ShortLivedScale(o)
 	if s == 1 || c.ShortLived < 2 || c.lastCreated <= c.firstCreated {
@@ -288,10 +294,12 @@ func (c *L0Census) Scale(o *PickerOptions, now int64) int {
 	}
 	wait := max(0, c.firstDrop-now)
 	more := float64(c.ShortLived-1) * float64(wait) / float64(c.lastCreated-c.firstCreated)
-	if float64(c.Files)+more > float64(ShortLivedL0Limit(o)*s) {
+	limit := float64(ShortLivedL0Limit(o))
+	need := int(math.Ceil((float64(c.Files) + more) / limit))
+	if need > MaxShortLivedScale {
 		return 1
 	}
-	return s
+	return max(s, need)
 }
 
 // StallFiles is the level-0 file count the write path compares with
