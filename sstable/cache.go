@@ -351,25 +351,33 @@ func (c *Cache) load(k cacheKey, read func(blockAlloc) ([]byte, error)) (blockRe
 		alloc = l.newBuf
 	}
 	b, err := read(alloc)
-	cb := l.cb
-	switch {
-	case err != nil:
-		if cb != nil {
-			cb.unref()
+	if err != nil {
+		if l.cb != nil {
+			l.cb.unref()
 		}
 		l.err = err
 		return blockRef{}, err
-	case cb != nil && len(b) > 0 && len(b) == len(cb.buf.B) && &b[0] == &cb.buf.B[0]:
-		l.b = c.insert(k, cb)
-	default:
-		// Decoded somewhere else (a block too large for the pooled read
-		// buffer, stored uncompressed): copy it in.
-		if cb != nil {
-			cb.unref()
-		}
-		l.b = c.set(k, b)
 	}
+	l.b = c.adopt(k, l.cb, b)
 	return l.b, nil
+}
+
+// adopt caches block b for k, which a load decoded with cb as its slab
+// buffer (nil if it had none), and returns the caller's reference: to cb
+// itself if b lies in it (the caller's alone if the cache is closed),
+// else to a copy of b (decoded somewhere else: a block too large for the
+// pooled read buffer, stored uncompressed), cb being freed.
+func (c *Cache) adopt(k cacheKey, cb *cachedBlock, b []byte) blockRef {
+	if cb != nil && len(b) > 0 && len(b) == len(cb.buf.B) && &b[0] == &cb.buf.B[0] {
+		if c.closed.Load() {
+			return blockRef{b: b, c: cb}
+		}
+		return c.insert(k, cb)
+	}
+	if cb != nil {
+		cb.unref()
+	}
+	return c.set(k, b)
 }
 
 // soloLoad is the state of a miss read without sharing (ReaderOptions.
@@ -408,14 +416,5 @@ func (c *Cache) finishSolo(k cacheKey, s *soloLoad, b []byte, err error) (blockR
 		}
 		return blockRef{}, err
 	}
-	switch inSlab := cb != nil && len(b) > 0 && len(b) == len(cb.buf.B) && &b[0] == &cb.buf.B[0]; {
-	case inSlab && !c.closed.Load():
-		return c.insert(k, cb), nil
-	case inSlab:
-		return blockRef{b: b, c: cb}, nil // a closed cache: the caller's alone
-	}
-	if cb != nil {
-		cb.unref()
-	}
-	return c.set(k, b), nil
+	return c.adopt(k, cb, b), nil
 }
