@@ -268,7 +268,14 @@ func (db *DB) Close() error {
 	var errs []error
 	db.commitMu.Lock()
 	if db.logWriter != nil {
-		errs = append(errs, db.logWriter.Sync(), db.logWriter.Close())
+		// After a failed write the WAL writer's error is sticky: Sync and
+		// Close report the same failure, which Close reports once.
+		serr := db.logWriter.Sync()
+		cerr := db.logWriter.Close()
+		if serr != nil && cerr != nil && (errors.Is(cerr, serr) || cerr.Error() == serr.Error()) {
+			cerr = nil
+		}
+		errs = append(errs, serr, cerr)
 		db.logWriter = nil
 	}
 	db.commitMu.Unlock()
@@ -416,13 +423,18 @@ func (db *DB) allocFileNum() uint64 {
 	return n
 }
 
-func (db *DB) setBackgroundError(err error) {
+// setBackgroundError puts the DB in its error state (the first error is
+// kept: later writes return it) and returns err wrapped in ErrBackground,
+// so that the write that met the failure reports it as later writes do.
+func (db *DB) setBackgroundError(err error) error {
+	wrapped := fmt.Errorf("%w: %w", ErrBackground, err)
 	db.mu.Lock()
 	if db.bgErr == nil {
-		db.bgErr = fmt.Errorf("%w: %w", ErrBackground, err)
+		db.bgErr = wrapped
 		db.log.Error("mayfly: background error; writes are refused until reopen", "err", err)
 		db.opts.EventListener.backgroundError(db.bgErr)
 	}
 	db.cond.Broadcast()
 	db.mu.Unlock()
+	return wrapped
 }

@@ -30,11 +30,13 @@ func (db *DB) FlushWAL(sync bool) error {
 	}
 	if sync {
 		if err := db.logWriter.Sync(); err != nil {
-			db.setBackgroundError(fmt.Errorf("WAL sync: %w", err))
-			return err
+			return db.setBackgroundError(fmt.Errorf("WAL sync: %w", err))
 		}
 		db.metrics.walSyncs.Add(1)
 		return nil
 	}
-	return db.logWriter.Flush()
+	if err := db.logWriter.Flush(); err != nil {
+		return db.setBackgroundError(fmt.Errorf("WAL write: %w", err))
+	}
+	return nil
 }

@@ -157,15 +157,13 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 			// A failed write may leave a partial record, a failed fsync
 			// the written bytes in an unknown state: nothing more may be
 			// appended, nothing treated as durable or retried.
-			db.setBackgroundError(fmt.Errorf("WAL write and sync: %w", err))
-			return err
+			return db.setBackgroundError(fmt.Errorf("WAL write and sync: %w", err))
 		}
 		db.metrics.walSyncs.Add(1)
 	} else if err := db.logWriter.Write(buf); err != nil {
 		// The segment may now end in a partial record; nothing more may be
 		// appended after it.
-		db.setBackgroundError(fmt.Errorf("WAL write: %w", err))
-		return err
+		return db.setBackgroundError(fmt.Errorf("WAL write: %w", err))
 	}
 	db.metrics.walBytes.Add(uint64(len(buf)))
 	// One memtable lock acquisition for the whole group. Waiters that
@@ -184,8 +182,7 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 		}
 	}
 	if err != nil {
-		db.setBackgroundError(fmt.Errorf("memtable apply: %w", err))
-		return err
+		return db.setBackgroundError(fmt.Errorf("memtable apply: %w", err))
 	}
 	db.lastSeq = seq - 1
 	db.visibleSeq.Store(db.lastSeq)
@@ -301,8 +298,7 @@ func (db *DB) makeRoomForWrite(bytes int) error {
 // can only ever be at the tail of the newest segment. Caller holds commitMu.
 func (db *DB) rotateMemtable() error {
 	if err := db.logWriter.Sync(); err != nil {
-		db.setBackgroundError(fmt.Errorf("WAL sync at rotation: %w", err))
-		return err
+		return db.setBackgroundError(fmt.Errorf("WAL sync at rotation: %w", err))
 	}
 	num := db.allocFileNum()
 	w, err := db.createLogSegment(num)
@@ -313,8 +309,7 @@ func (db *DB) rotateMemtable() error {
 	// manifest write would not know this segment: refuse to use it.
 	if err := db.checkFenced(); err != nil {
 		w.Close()
-		db.setBackgroundError(err)
-		return err
+		return db.setBackgroundError(err)
 	}
 	old := db.logWriter
 	db.mu.Lock()
