@@ -146,6 +146,11 @@ func TestFencedWriterFirstSyncedPut(t *testing.T) {
 	if !errors.Is(err, mayfly.ErrFenced) {
 		t.Fatalf("fenced writer's first synced put after the takeover = %v, want ErrFenced (new writer's Get: %v)", err, getErr)
 	}
+	// The first failing write reports the DB's error state as every later
+	// write does.
+	if !errors.Is(err, mayfly.ErrBackground) {
+		t.Fatalf("fenced writer's first synced put = %v, want ErrBackground too", err)
+	}
 	mustGet(t, b, []byte("before"), "1")
 }
 
