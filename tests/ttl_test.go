@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly"
+	"github.com/mayflydb/mayfly/clock"
 )
 
 // stage moves the data of an env somewhere else in the engine (or nowhere).
@@ -401,4 +402,26 @@ func TestNoResurrectionWhenBaseLevelMovesDown(t *testing.T) {
 	e.reopen()
 	wantAbsent(t, e.db, "k1")
 	wantValue(t, e.db, "k2", "v2")
+}
+
+// TestClockNeverBelowRecordedTime: a database reopened with a clock source
+// behind the time it has recorded reads at the recorded time, so a row that
+// had expired stays expired.
+func TestClockNeverBelowRecordedTime(t *testing.T) {
+	// No compaction: k's table must keep k for the reopened handle to judge.
+	e := newEnv(t, func(o *mayfly.Options) { o.DisableAutoCompaction = true })
+	putTTL(t, e.db, "k", "v", mayfly.ExpireAfter(time.Minute))
+	e.flush() // k is in a table, not yet expired
+	e.clk.Advance(time.Hour)
+	put(t, e.db, "other", "v")
+	e.flush() // the manifest records the engine time, an hour on
+	wantAbsent(t, e.db, "k")
+
+	e.clk = clock.NewManual(epoch) // the source is now an hour behind
+	e.reopen()
+	wantAbsent(t, e.db, "k")
+	wantTTLNotFound(t, e.db, "k")
+	e.clk.Advance(30 * time.Minute) // still behind the recorded time
+	wantAbsent(t, e.db, "k")
+	wantValue(t, e.db, "other", "v")
 }
