@@ -238,8 +238,8 @@ func ShortLivedScale(o *PickerOptions) int {
 
 // ShortLivedL0Limit is the number of level-0 files, short-lived ones
 // included, that triggers a level-0 compaction: midway between
-// L0CompactionThreshold and L0SlowdownWritesThreshold (6 with the defaults
-// 4 and 8), so that the compaction starts before writes slow down, and
+// L0CompactionThreshold and L0SlowdownWritesThreshold, so that the
+// compaction starts before writes slow down, and
 // never below L0CompactionThreshold. L0Census.Scale multiplies it.
 func ShortLivedL0Limit(o *PickerOptions) int {
 	thr := max(o.L0CompactionThreshold, 1)
