@@ -55,6 +55,7 @@ import (
 
 	"github.com/mayflydb/mayfly"
 	"github.com/mayflydb/mayfly/clock"
+	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/storage"
 )
 
@@ -358,6 +359,8 @@ func walRecords(b []byte) []walRecord {
 
 // xcase is one damaged copy of the fixture.
 type xcase struct {
+	file    string                  // the damaged file
+	size    int                     // its size after the damage
 	at      int                     // the offset flipped or the length cut to; -1 for a removal
 	damage  func(map[string][]byte) // applied to a copy of the fixture's files
 	allowed []int                   // the states (indexes into fixture.states) it may read as
@@ -508,6 +511,22 @@ func (r *result) signature() string {
 	return strings.Join(slices.Compact(s), "; ")
 }
 
+// refusal records that call refused with err, an error wrapping
+// ErrCorruption (or, for a removed file, storage.ErrNotExist), which must
+// name the damaged file and, in a format.CorruptionError, an offset in it.
+func (r *result) refusal(stage, call string, err error, c xcase) {
+	r.refused = true
+	var ce *format.CorruptionError
+	switch {
+	case errors.As(err, &ce):
+		if ce.File != c.file || ce.Offset < 0 || ce.Offset > int64(c.size) {
+			r.add(stage+": "+call+" names another file or offset", "%s: %v", call, err)
+		}
+	case !strings.Contains(err.Error(), c.file):
+		r.add(stage+": "+call+" does not name the file", "%s: %v", call, err)
+	}
+}
+
 // isRefusal reports whether err is an acceptable refusal.
 func isRefusal(err error, removal bool) bool {
 	return errors.Is(err, mayfly.ErrCorruption) || removal && errors.Is(err, storage.ErrNotExist)
@@ -525,6 +544,7 @@ func (f *fixture) run(c xcase) (res result) {
 	}()
 	files := maps.Clone(f.files)
 	c.damage(files)
+	c.size = len(files[c.file])
 	mem, err := memOf(files)
 	if err != nil {
 		res.add("setup", "%v", err)
@@ -539,7 +559,7 @@ func (f *fixture) run(c xcase) (res result) {
 		f.openFailed(&res, "read-only", err, c)
 		res.refusedAtOpen = res.refused
 	} else {
-		f.verify(&res, "read-only", db, c.allowed)
+		f.verify(&res, "read-only", db, c, c.allowed)
 		if err := db.Close(); err != nil && !isRefusal(err, c.removal) {
 			res.add("read-only: Close error", "Close: %v", err)
 		}
@@ -566,7 +586,7 @@ func (f *fixture) run(c xcase) (res result) {
 	}
 	refusedBefore := res.refused
 	res.refused = false
-	chosen := f.verify(&res, "read-write", db, c.allowed)
+	chosen := f.verify(&res, "read-write", db, c, c.allowed)
 	if err := db.Close(); err != nil && !isRefusal(err, c.removal) {
 		res.add("read-write: Close error", "Close: %v", err)
 	}
@@ -581,7 +601,7 @@ func (f *fixture) run(c xcase) (res result) {
 		if db, err := mayfly.Open("fixture", opts(false)); err != nil {
 			res.add("reopen failed", "second read-write Open: %v", err)
 		} else {
-			f.verify(&res, "reopen", db, []int{chosen})
+			f.verify(&res, "reopen", db, c, []int{chosen})
 			db.Close()
 		}
 	}
@@ -594,7 +614,7 @@ func (f *fixture) run(c xcase) (res result) {
 
 func (f *fixture) openFailed(res *result, stage string, err error, c xcase) {
 	if isRefusal(err, c.removal) {
-		res.refused = true
+		res.refusal(stage, "Open", err, c)
 		return
 	}
 	res.add(stage+": Open error is not a corruption", "Open: %v", err)
@@ -630,21 +650,25 @@ type answer struct {
 // runs Check. Calls failing with ErrCorruption are refusals; every other
 // answer must agree with one of the allowed states. It returns the state
 // every answer agreed with, or -1.
-func (f *fixture) verify(res *result, stage string, db *mayfly.DB, allowed []int) int {
+func (f *fixture) verify(res *result, stage string, db *mayfly.DB, c xcase, allowed []int) int {
 	ctx := context.Background()
 	if err := db.Check(ctx); err != nil {
-		if !errors.Is(err, mayfly.ErrCorruption) {
+		if errors.Is(err, mayfly.ErrCorruption) {
+			res.refusal(stage, "Check", err, c)
+		} else {
 			res.add(stage+": Check error is not a corruption", "Check: %v", err)
 		}
-		res.refused = true
 	}
 	got := map[string]answer{}
 	for _, k := range f.keys {
 		v, err := db.Get([]byte(k))
 		left, expires, terr := db.TTL([]byte(k))
 		switch {
-		case errors.Is(err, mayfly.ErrCorruption) || errors.Is(terr, mayfly.ErrCorruption):
-			res.refused = true
+		case errors.Is(err, mayfly.ErrCorruption):
+			res.refusal(stage, "Get", err, c)
+			continue
+		case errors.Is(terr, mayfly.ErrCorruption):
+			res.refusal(stage, "TTL", terr, c)
 			continue
 		case err != nil && !errors.Is(err, mayfly.ErrNotFound):
 			res.add(stage+": Get error is not a corruption", "Get(%s): %v", k, err)
@@ -661,7 +685,7 @@ func (f *fixture) verify(res *result, stage string, db *mayfly.DB, allowed []int
 		it, err := db.NewIter(nil)
 		if err != nil {
 			if errors.Is(err, mayfly.ErrCorruption) {
-				res.refused = true
+				res.refusal(stage, "NewIter", err, c)
 			} else {
 				res.add(stage+": NewIter error is not a corruption", "NewIter: %v", err)
 			}
@@ -678,7 +702,7 @@ func (f *fixture) verify(res *result, stage string, db *mayfly.DB, allowed []int
 		case err == nil:
 			complete[dir] = true
 		case errors.Is(err, mayfly.ErrCorruption):
-			res.refused = true
+			res.refusal(stage, "scan", err, c)
 		default:
 			res.add(stage+": scan error is not a corruption", "scan: %v", err)
 		}
@@ -832,7 +856,7 @@ func TestExhaustiveCorruption(t *testing.T) {
 						t.Parallel()
 						var cases []xcase
 						for at := r.lo; at < r.hi; at += p.stride {
-							cases = append(cases, xcase{at: at, damage: p.make(k.file, at), allowed: r.allowed(at)})
+							cases = append(cases, xcase{file: k.file, at: at, damage: p.make(k.file, at), allowed: r.allowed(at)})
 						}
 						f.runAll(t, k.file, cases)
 					})
@@ -840,7 +864,7 @@ func TestExhaustiveCorruption(t *testing.T) {
 			}
 			t.Run("remove", func(t *testing.T) {
 				t.Parallel()
-				f.runAll(t, k.file, []xcase{{at: -1, removal: true, allowed: k.removed,
+				f.runAll(t, k.file, []xcase{{file: k.file, at: -1, removal: true, allowed: k.removed,
 					damage: func(fs map[string][]byte) { delete(fs, k.file) }}})
 			})
 		})
