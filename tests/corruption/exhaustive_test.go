@@ -1,47 +1,9 @@
 package corruption
 
-// TestExhaustiveCorruption damages a fixed small database in every way a
-// single byte or a single cut can: it flips every byte (XOR 0x01 at every
-// offset, XOR 0xff at every offset of the WAL and the manifest and on a
-// sample of the table), truncates to every length, and removes the file,
-// for each of the three kinds of file: the WAL segment, the newest
-// manifest version and the table. Each damaged copy is opened read-only,
-// then read-write (and, when that open reads clean, once more), and every
-// key is read with Get and TTL, everything is scanned with an iterator and
-// Check runs. The contract for every case:
-//
-//   - every call either answers exactly as an acknowledged state of the
-//     database does (below) or fails with an error wrapping
-//     mayfly.ErrCorruption (storage.ErrNotExist too for a removed file):
-//     never fewer rows, other rows or other expiries without an error;
-//   - a read-only open writes nothing, and a writable open removes or
-//     rewrites no table; a writable open that fails changes nothing.
-//
-// Which acknowledged states a case may read as (the torn-tail rule). Every
-// row of the fixture is acknowledged: the table was flushed and every WAL
-// batch was written with Sync, each in its own record, each synced before
-// the next was appended. So any record that is followed by the bytes of a
-// later record was synced, and damage to it is provable corruption: it
-// must be refused, whatever precedes or follows it. Damage to the last
-// record of the segment cannot be told from a crash in the middle of its
-// own (still unacknowledged) write, so the case may also read as the state
-// without that record's batch. A truncation removes every later record
-// (and every later sync mark), so what is left is exactly what a crash
-// before the later syncs would leave: a truncation to n bytes may read as
-// the state with the batches whose records end at or before n, never with
-// part of a batch, and never with fewer. That loss is not bounded by one
-// sync group: a cut at a record boundary drops every later synced batch,
-// and only a witness outside the segment (the synced length recorded
-// elsewhere) could prove it. The same holds for removing the segment: it
-// may read as the flushed state alone.
-//
-// A few classes of damage are known to break the contract until fixes in
-// other branches land; knownPending lists them (each a subtest that is
-// skipped unless -corruption.pending is given).
-
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -345,7 +307,7 @@ func walBatchRecords(b []byte) []walRecord {
 func walRecords(b []byte) []walRecord {
 	var out []walRecord
 	for off := walHeaderLen; off+recHeaderLen <= len(b) && b[off+8] != 0; {
-		r := walRecord{off, int(uint32(b[off+4]) | uint32(b[off+5])<<8 | uint32(b[off+6])<<16 | uint32(b[off+7])<<24)}
+		r := walRecord{off, int(binary.LittleEndian.Uint32(b[off+4:]))}
 		if r.end() > len(b) {
 			break
 		}
@@ -398,7 +360,8 @@ func truncatePattern(stride int) pattern {
 	}}
 }
 
-func all(f *fixture) func(int) []int { return func(int) []int { return []int{len(f.states) - 1} } }
+// fullOnly allows only the full state.
+func fullOnly(f *fixture) func(int) []int { return func(int) []int { return []int{len(f.states) - 1} } }
 
 // walFlipRegions splits the WAL segment for flips: its header and every
 // record but the last (damage there is provable: later records follow),
@@ -409,12 +372,12 @@ func (f *fixture) walFlipRegions() []region {
 	recs := walRecords(b)
 	last := recs[len(recs)-1]
 	return nonEmpty([]region{
-		{"header", 0, walHeaderLen, all(f)},
-		{"records_before_the_last", walHeaderLen, last.off, all(f)},
+		{"header", 0, walHeaderLen, fullOnly(f)},
+		{"records_before_the_last", walHeaderLen, last.off, fullOnly(f)},
 		{"last_record", last.off, last.end(), func(int) []int {
 			return []int{f.batchesBefore(last.off), len(f.states) - 1}
 		}},
-		{"zero_tail", last.end(), len(b), all(f)},
+		{"zero_tail", last.end(), len(b), fullOnly(f)},
 	})
 }
 
@@ -463,16 +426,16 @@ func (f *fixture) batchesBefore(n int) int {
 func (f *fixture) tableRegions() []region {
 	b := f.files[f.table]
 	l := parseFooter(b)
-	rs := []region{{"data_blocks", 0, int(l.filter.off), all(f)}}
+	rs := []region{{"data_blocks", 0, int(l.filter.off), fullOnly(f)}}
 	if l.filter.len == 0 {
 		rs[0].hi = int(l.props.off)
 	} else {
-		rs = append(rs, region{"filter", int(l.filter.off), int(l.filter.end()), all(f)})
+		rs = append(rs, region{"filter", int(l.filter.off), int(l.filter.end()), fullOnly(f)})
 	}
 	return append(rs,
-		region{"properties", int(l.props.off), int(l.props.end()), all(f)},
-		region{"index", int(l.index.off), int(l.index.end()), all(f)},
-		region{"footer", len(b) - footerLen, len(b), all(f)},
+		region{"properties", int(l.props.off), int(l.props.end()), fullOnly(f)},
+		region{"index", int(l.index.off), int(l.index.end()), fullOnly(f)},
+		region{"footer", len(b) - footerLen, len(b), fullOnly(f)},
 	)
 }
 
@@ -482,24 +445,16 @@ func parseFooter(b []byte) sstLayout {
 	l := sstLayout{size: len(b)}
 	ft := b[len(b)-footerLen:]
 	for i, h := range []*handle{&l.filter, &l.props, &l.index} {
-		h.off = uint64(le64(ft[16*i:]))
-		h.len = uint64(le64(ft[16*i+8:]))
+		h.off = binary.LittleEndian.Uint64(ft[16*i:])
+		h.len = binary.LittleEndian.Uint64(ft[16*i+8:])
 	}
 	return l
-}
-
-func le64(b []byte) int64 {
-	var v int64
-	for i := 7; i >= 0; i-- {
-		v = v<<8 | int64(b[i])
-	}
-	return v
 }
 
 // wholeFile is the one region of a file whose every byte may only be read
 // as the full state.
 func (f *fixture) wholeFile(name string) []region {
-	return []region{{"", 0, len(f.files[name]), all(f)}}
+	return []region{{"", 0, len(f.files[name]), fullOnly(f)}}
 }
 
 // --- checking one case ---
@@ -833,6 +788,48 @@ type fileKind struct {
 	removed  []int // states a removal may read as; nil: no removal case
 }
 
+// TestExhaustiveCorruption damages a fixed small database in every way a
+// single byte or a single cut can: it flips every byte (XOR 0x01 at every
+// offset, XOR 0xff at every offset of the WAL and the manifest and on a
+// sample of the table), truncates to every length, and removes the file,
+// for each of the three kinds of file: the WAL segment (also padded with
+// zeros, as a preallocated segment of a local directory is), the newest
+// manifest version and the table. Each case damages its own storage.Mem
+// copy of the fixture (buildFixture). Each damaged copy is opened read-only,
+// then read-write (and, when that open reads clean, once more), and every
+// key is read with Get and TTL, everything is scanned with an iterator and
+// Check runs. The contract for every case:
+//
+//   - every call either answers exactly as an acknowledged state of the
+//     database does (below) or fails with an error wrapping
+//     mayfly.ErrCorruption (storage.ErrNotExist too for a removed file):
+//     never fewer rows, other rows or other expiries without an error;
+//   - a read-only open writes nothing, and a writable open removes or
+//     rewrites no table; a writable open that fails changes nothing.
+//
+// Which acknowledged states a case may read as (the torn-tail rule). Every
+// row of the fixture is acknowledged: the table was flushed and every WAL
+// batch was written with Sync, each in its own record, each synced before
+// the next was appended. So any record that is followed by the bytes of a
+// later record was synced, and damage to it is provable corruption: it
+// must be refused, whatever precedes or follows it. Damage to the last
+// record of the segment cannot be told from a crash in the middle of its
+// own (still unacknowledged) write, so the case may also read as the state
+// without that record's batch. A truncation removes every later record
+// (and every later sync mark), so what is left is exactly what a crash
+// before the later syncs would leave: a truncation to n bytes may read as
+// the state with the batches whose records end at or before n, never with
+// part of a batch, and never with fewer. That loss is not bounded by one
+// sync group: a cut at a record boundary drops every later synced batch,
+// and only a witness outside the segment (the synced length recorded
+// elsewhere) could prove it. The same holds for removing the segment: it
+// may read as the flushed state alone. Zeros after the last record hold
+// nothing: damage there must read exactly.
+//
+// A few classes of damage are known to break the contract until fixes in
+// other branches land; knownPending lists them (each ends in a skip unless
+// -corruption.pending is given). Violations are reported grouped by class
+// over neighbouring offsets, with an example.
 func TestExhaustiveCorruption(t *testing.T) {
 	f := getFixture(t)
 	t.Logf("fixture: %s %d bytes, %s %d bytes, %s %d bytes; %d keys, %d synced batches",
