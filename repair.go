@@ -149,9 +149,9 @@ type repairer struct {
 	version   uint64          // the manifest version to write
 	maxNum    uint64          // highest file number seen
 	clockHWM  int64
-	badMans   []string           // manifest versions that do not decode
-	tables    []repairTable      // tables whose index was read
-	segments  []uint64           // WAL segments converted
+	badMans   []string      // manifest versions that do not decode
+	tables    []repairTable // tables whose index was read
+	segments  []uint64      // WAL segments converted
 	mems      []*memtable.Memtable
 	sources   []repairSource
 	written   []*manifest.FileMeta
