@@ -412,3 +412,64 @@ func TestRepairReadOnly(t *testing.T) {
 		t.Fatalf("Repair with ReadOnly wrote %v", files)
 	}
 }
+
+// TestRepairThroughStorage repairs a database held in a storage.Storage
+// other than a local directory (Options.Storage), as on an object store.
+func TestRepairThroughStorage(t *testing.T) {
+	m := newRepairModel()
+	mem := storage.NewMem()
+	o := m.options()
+	o.Storage = mem
+	db, err := Open("mem", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3000 {
+		k := fmt.Sprintf("key%05d", i%1000)
+		if i%7 == 3 {
+			m.del(t, db, k)
+		} else {
+			m.put(t, db, k, fmt.Sprintf("v%d", i), 0)
+		}
+		if i == 1500 {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	names, err := mem.List("manifest")
+	if err != nil || len(names) == 0 {
+		t.Fatalf("manifest versions %v, %v", names, err)
+	}
+	for _, n := range names {
+		if err := mem.Remove(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Open("mem", o); !errors.Is(err, ErrCorruption) {
+		t.Fatalf("Open without a manifest: %v, want ErrCorruption", err)
+	}
+	rep := repairOK(t, "mem", o)
+	lost, err := mem.List("lost")
+	if err != nil || len(lost) != len(rep.Moved) || len(lost) == 0 {
+		t.Fatalf("lost/ holds %v (%v); moved %v", lost, err, rep.Moved)
+	}
+	db, err = Open("mem", o)
+	if err != nil {
+		t.Fatalf("Open after repair: %v", err)
+	}
+	defer db.Close()
+	for k, v := range m.vals {
+		if got, err := db.Get([]byte(k)); err != nil || string(got) != v {
+			t.Fatalf("Get(%s) = %q, %v; want %q", k, got, err, v)
+		}
+	}
+	for k := range m.dead {
+		if _, err := db.Get([]byte(k)); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Get(%s): %v, want ErrNotFound", k, err)
+		}
+	}
+}
