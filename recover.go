@@ -44,6 +44,9 @@ func parseNum(name, dir, ext string) (uint64, bool) {
 func (db *DB) recover() error {
 	st, num, skipped, err := manifest.Load(db.store)
 	if err != nil {
+		if errors.Is(err, ErrCorruption) {
+			return fmt.Errorf("mayfly: load manifest: %w; %s", err, repairHint)
+		}
 		return fmt.Errorf("mayfly: load manifest: %w", err)
 	}
 	if len(skipped) > 0 {
@@ -51,9 +54,12 @@ func (db *DB) recover() error {
 		// is damage, not a torn write. Falling back to an older one would
 		// forget tables and WAL segments the newer one accounted for (and
 		// orphan cleanup would then delete live data), so refuse to open.
-		return fmt.Errorf("mayfly: newest manifest version is unreadable: %w", errors.Join(skipped...))
+		return fmt.Errorf("mayfly: newest manifest version is unreadable: %w; %s", errors.Join(skipped...), repairHint)
 	}
 	if st == nil {
+		if err := db.checkNoManifestNeeded(); err != nil {
+			return err
+		}
 		st = &manifest.State{NextFileNum: 1}
 	}
 	db.manifestNum = num
@@ -215,6 +221,38 @@ func tablesOf(added []addedTable) []*tableFile {
 	return out
 }
 
+// repairHint ends the errors of an Open that found the manifest missing or
+// unreadable.
+const repairHint = "run `mayfly repair DIR` (mayfly.Repair) to rebuild the manifest from the tables and WAL, " +
+	"which moves what it cannot read aside under lost/"
+
+// checkNoManifestNeeded is called when no manifest version exists. That is
+// a new database only if there is no table and no WAL segment either: the
+// first Open writes a manifest version before it creates any file. A table
+// or segment without a manifest means the manifest was lost, and opening an
+// empty database over them would drop (and, as orphans, delete) their rows,
+// so Open fails with an error wrapping ErrCorruption that names the
+// manifest directory and one of the files, and changes nothing.
+func (db *DB) checkNoManifestNeeded() error {
+	for _, dir := range []struct{ name, ext string }{{"sst", ".sst"}, {"wal", ".wal"}} {
+		names, err := db.store.List(dir.name)
+		if err != nil {
+			return err
+		}
+		var found []string
+		for _, name := range names {
+			if _, ok := parseNum(name, dir.name, dir.ext); ok {
+				found = append(found, name)
+			}
+		}
+		if len(found) > 0 {
+			return format.Corruptf(manifest.Dir, 0, "no manifest version, but %s/ holds %d files (%s first): the manifest is lost; %s",
+				dir.name, len(found), found[0], repairHint)
+		}
+	}
+	return nil
+}
+
 // scanFileNumbers raises nextFileNum and manifestNum past every file
 // present, so that no number is ever reused — not even the number of a
 // leftover table or an unreadable manifest version.
@@ -365,6 +403,13 @@ func (db *DB) openTables(st *manifest.State) ([manifest.NumLevels][]*tableFile, 
 // openTable opens the reader for a manifest entry.
 func (db *DB) openTable(m *manifest.FileMeta) (*tableFile, error) {
 	f, err := db.store.Open(tableName(m.Num))
+	if errors.Is(err, storage.ErrNotExist) {
+		// The manifest lists it, so it must exist: a missing table is lost
+		// data. The error matches both ErrCorruption and ErrNotExist.
+		return nil, fmt.Errorf("mayfly: open table listed in manifest: %w: %w",
+			format.Corruptf(tableName(m.Num), 0, "table listed in the manifest does not exist; restore it, or "+
+				"run `mayfly repair DIR` (mayfly.Repair) to rebuild the manifest from the tables that remain"), err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("mayfly: open table listed in manifest: %w", err)
 	}
@@ -415,7 +460,10 @@ func (db *DB) createLogSegment(num uint64) (*wal.Writer, error) {
 }
 
 // removeOrphanTables deletes SSTables no version lists: leftovers of a
-// flush or compaction that crashed before its manifest was written.
+// flush or compaction that crashed before its manifest was written. It runs
+// only after a manifest version was read (or, for a new database, after
+// checkNoManifestNeeded found no table), so a table is deleted only when a
+// readable manifest proves it unreferenced.
 func (db *DB) removeOrphanTables() {
 	names, err := db.store.List("sst")
 	if err != nil {

@@ -14,6 +14,7 @@
 //	mayfly sst dump [--json] [--values] [--limit N] [--props] FILE
 //	mayfly wal dump [--json] [--values] (--dir DIR | FILE)
 //	mayfly manifest dump --dir DIR [--json]
+//	mayfly repair [--json] DIR
 //
 // Results go to stdout, diagnostics to stderr. Exit status: 0 on success, 1
 // when the operation failed (including a missing key for get and ttl), 2 for
@@ -97,6 +98,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			sstCommand(),
 			walCommand(),
 			manifestCommand(),
+			repairCommand(),
 		},
 		Action: func(_ context.Context, cmd *cli.Command) error {
 			if cmd.Args().Present() {

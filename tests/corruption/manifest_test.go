@@ -144,3 +144,38 @@ func TestManifestOnlyVersionGarbage(t *testing.T) {
 		}
 	})
 }
+
+// TestManifestRemoved removes the manifest directory of a database whose
+// rows are all in tables. Opening an empty database over the tables would
+// delete them as orphans; Open, writable or read-only, must instead fail
+// with ErrCorruption naming the manifest directory and a table, and change
+// nothing.
+func TestManifestRemoved(t *testing.T) {
+	src, m := sharedTables(t)
+	dir := copyDir(t, src)
+	saved := t.TempDir()
+	must(t, os.Rename(filepath.Join(dir, "manifest"), filepath.Join(saved, "manifest")))
+	tables := files(t, dir, "sst", ".sst")
+	for _, readOnly := range []bool{false, true} {
+		before := listAll(t, dir)
+		noPanic(t, "manifest removed", func() {
+			o := baseOptions()
+			o.ReadOnly = readOnly
+			db, err := mayfly.Open(dir, o)
+			if err == nil {
+				db.Close()
+				t.Fatalf("Open (read-only %v) succeeded without a manifest", readOnly)
+			}
+			checkCorruption(t, "Open", err, "manifest", nil)
+			if !strings.Contains(err.Error(), tables[0]) || !strings.Contains(err.Error(), "mayfly repair") {
+				t.Errorf("error does not name %s and mayfly repair: %v", tables[0], err)
+			}
+		})
+		if after := listAll(t, dir); !slices.Equal(before, after) {
+			t.Errorf("the failed Open (read-only %v) changed the directory:\nbefore %v\nafter  %v", readOnly, before, after)
+		}
+	}
+	must(t, os.RemoveAll(filepath.Join(dir, "manifest")))
+	must(t, os.Rename(filepath.Join(saved, "manifest"), filepath.Join(dir, "manifest")))
+	noPanic(t, "restored", func() { verifyIntact(t, "after restoring the manifest", dir, m) })
+}

@@ -294,6 +294,7 @@ func TestSSTMissing(t *testing.T) {
 				if !errors.Is(err, storage.ErrNotExist) {
 					t.Errorf("error does not wrap storage.ErrNotExist: %v", err)
 				}
+				checkCorruption(t, "Open", err, name, nil)
 			})
 			// The failed Open deleted nothing (no orphan cleanup, no new
 			// manifest version superseding the tables).
