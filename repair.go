@@ -63,14 +63,19 @@ type RepairReport struct {
 	// LostDir is the directory the inputs were moved to, "lost/repair-<V>".
 	LostDir string
 
-	TablesRead      int    // tables whose index could be read (their intact blocks were kept)
-	WALSegmentsRead int    // WAL segments converted (wholly or up to damage)
-	WALRecords      int    // intact WAL records read
-	RowsRead        uint64 // rows read from tables and WAL records
-	RowsKept        uint64 // rows in the new tables
-	Duplicates      uint64 // rows dropped as exact duplicates (same key and sequence) of a kept row
-	TablesWritten   int    // new tables, all in the bottom level
-	LastSeq         uint64 // the new manifest's LastSeq
+	TablesRead      int // tables whose index could be read (their intact blocks were kept)
+	WALSegmentsRead int // WAL segments converted (wholly or up to damage)
+	WALRecords      int // intact WAL records read
+	// WALRecordsFlushed counts the intact WAL records left out because a
+	// readable table holds a newer sequence number: memtables are flushed
+	// in commit order, so their rows were flushed already, and converting
+	// them again could bring back versions a compaction has since dropped.
+	WALRecordsFlushed int
+	RowsRead          uint64 // rows read from tables and WAL records
+	RowsKept          uint64 // rows in the new tables
+	Duplicates        uint64 // rows dropped as exact duplicates (same key and sequence) of a kept row
+	TablesWritten     int    // new tables, all in the bottom level
+	LastSeq           uint64 // the new manifest's LastSeq
 
 	// MissingTables are tables the previous manifest listed that were not
 	// in sst/: their rows are lost unless restored before Repair.
@@ -151,6 +156,7 @@ type repairer struct {
 	clockHWM  int64
 	badMans   []string      // manifest versions that do not decode
 	tables    []repairTable // tables whose index was read
+	maxSeq    uint64        // the largest sequence number in a readable table
 	segments  []uint64      // WAL segments converted
 	mems      []*memtable.Memtable
 	sources   []repairSource
@@ -336,6 +342,7 @@ func (r *repairer) openTables() error {
 		}
 		r.tables = append(r.tables, t)
 		r.clockHWM = max(r.clockHWM, t.reader.Properties().CreationTime)
+		r.maxSeq = max(r.maxSeq, t.reader.Properties().LargestSeq)
 		r.sources = append(r.sources, &tableSource{it: t.salv, rank: num})
 	}
 	r.rep.TablesRead = len(r.tables)
@@ -404,6 +411,12 @@ func (r *repairer) readWAL() error {
 			}
 			r.clockHWM = max(r.clockHWM, br.Header().CommitTS)
 			if br.Header().Count == 0 {
+				return nil
+			}
+			if br.Header().Seq <= r.maxSeq {
+				// A batch's rows share one memtable, which was flushed
+				// before the table holding maxSeq was written.
+				r.rep.WALRecordsFlushed++
 				return nil
 			}
 			return mem.ApplyBatch(payload)
@@ -571,8 +584,8 @@ func (r *repairer) writeManifest() error {
 func (rep *RepairReport) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "previous manifest: %s\n", rep.PreviousManifest)
-	fmt.Fprintf(&b, "read %d tables and %d WAL segments (%d records): %d rows, %d exact duplicates dropped\n",
-		rep.TablesRead, rep.WALSegmentsRead, rep.WALRecords, rep.RowsRead, rep.Duplicates)
+	fmt.Fprintf(&b, "read %d tables and %d WAL segments (%d records, %d of them already flushed): %d rows, %d exact duplicates dropped\n",
+		rep.TablesRead, rep.WALSegmentsRead, rep.WALRecords, rep.WALRecordsFlushed, rep.RowsRead, rep.Duplicates)
 	fmt.Fprintf(&b, "wrote %d tables in L%d holding %d rows, manifest version %d (last sequence %d)\n",
 		rep.TablesWritten, bottomLevel, rep.RowsKept, rep.ManifestVersion, rep.LastSeq)
 	for _, m := range rep.MissingTables {

@@ -473,3 +473,63 @@ func TestRepairThroughStorage(t *testing.T) {
 		}
 	}
 }
+
+// TestRepairSkipsFlushedWAL keeps an already flushed WAL segment beside a
+// lost manifest (as an object store keeps fenced segments): its rows were
+// flushed, then deleted and compacted away, so Repair must not convert them
+// again and bring the deleted key back.
+func TestRepairSkipsFlushedWAL(t *testing.T) {
+	dir := t.TempDir()
+	m := newRepairModel()
+	db, err := Open(dir, m.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutWith([]byte("gone"), []byte("old"), NoExpiry(), Sync); err != nil {
+		t.Fatal(err)
+	}
+	segs, _ := filepath.Glob(filepath.Join(dir, "wal", "*.wal"))
+	if len(segs) != 1 {
+		t.Fatalf("WAL segments: %v", segs)
+	}
+	flushed, err := os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Delete([]byte("gone")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put([]byte("kept"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "manifest")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(segs[0], flushed, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep := repairOK(t, dir, m.options())
+	if rep.WALRecordsFlushed == 0 {
+		t.Fatalf("repair converted the flushed segment again: %+v", rep)
+	}
+	db, err = Open(dir, m.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if v, err := db.Get([]byte("gone")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleted key after repair: %q, %v (want ErrNotFound)", v, err)
+	}
+	if v, err := db.Get([]byte("kept")); err != nil || string(v) != "v" {
+		t.Fatalf("kept key after repair: %q, %v", v, err)
+	}
+}

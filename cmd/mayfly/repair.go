@@ -66,6 +66,7 @@ type repairResult struct {
 	TablesRead       int                 `json:"tables_read"`
 	WALSegmentsRead  int                 `json:"wal_segments_read"`
 	WALRecords       int                 `json:"wal_records"`
+	WALFlushed       int                 `json:"wal_records_flushed"`
 	RowsRead         uint64              `json:"rows_read"`
 	RowsKept         uint64              `json:"rows_kept"`
 	Duplicates       uint64              `json:"duplicates"`
@@ -80,7 +81,8 @@ func repairJSON(r *mayfly.RepairReport) repairResult {
 	return repairResult{
 		PreviousManifest: r.PreviousManifest, ManifestVersion: r.ManifestVersion, LostDir: r.LostDir,
 		TablesRead: r.TablesRead, WALSegmentsRead: r.WALSegmentsRead, WALRecords: r.WALRecords,
-		RowsRead: r.RowsRead, RowsKept: r.RowsKept, Duplicates: r.Duplicates, TablesWritten: r.TablesWritten,
+		WALFlushed: r.WALRecordsFlushed,
+		RowsRead:   r.RowsRead, RowsKept: r.RowsKept, Duplicates: r.Duplicates, TablesWritten: r.TablesWritten,
 		LastSeq: r.LastSeq, MissingTables: r.MissingTables, Unreadable: r.Unreadable, Moved: r.Moved,
 	}
 }
