@@ -105,7 +105,27 @@ func (db *DB) versionLevels(st *manifest.State, cur *version) ([manifest.NumLeve
 // the background poll of a follower makes the LIST only every tenth time.
 func (db *DB) Refresh() (bool, error) { return db.refresh(true) }
 
+// refresh refreshes the view and, while the WAL tail found that a segment
+// it had not finished vanished (the writer flushed and deleted it, so its
+// rows are in a newer manifest version), refreshes again, at most
+// readOnlyAttempts times.
 func (db *DB) refresh(list bool) (bool, error) {
+	changed := false
+	for range readOnlyAttempts {
+		c, err := db.refreshOnce(list)
+		changed = changed || c
+		db.manifestMu.Lock()
+		lost := db.tail.forceList
+		db.manifestMu.Unlock()
+		if err != nil || !lost {
+			return changed, err
+		}
+		list = true
+	}
+	return changed, nil
+}
+
+func (db *DB) refreshOnce(list bool) (bool, error) {
 	if !db.opts.ReadOnly {
 		return false, fmt.Errorf("%w: Refresh is for read-only handles", ErrInvalidOptions)
 	}

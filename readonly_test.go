@@ -84,7 +84,10 @@ func TestReadOnlyOpenMissingDirectory(t *testing.T) {
 	missing := filepath.Join(base, "typo")
 	db, err := Open(missing, &Options{Clock: clk, ReadOnly: true})
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), missing) {
-		t.Fatalf("read-only Open of a missing directory = %v, %v; want an error naming it, wrapping fs.ErrNotExist", db, err)
+		if db != nil {
+			db.Close()
+		}
+		t.Fatalf("read-only Open of a missing directory = %v; want an error naming it, wrapping fs.ErrNotExist", err)
 	}
 	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("after the failed open, Stat(%s) = %v; want it still missing", missing, err)
@@ -336,6 +339,38 @@ func TestReadOnlyOpenWALFlushedAway(t *testing.T) {
 	}
 	mustGet(t, ro, "wal", "w1")
 	mustGet(t, ro, "a", "a1")
+}
+
+// TestReadOnlyRefreshWALFlushedAway: a row is appended to the WAL segment
+// a read-only handle is tailing, then the writer flushes and deletes that
+// segment just before Refresh lists the WAL; Refresh must show the row
+// (from the newer manifest version's table).
+func TestReadOnlyRefreshWALFlushedAway(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	dir := t.TempDir()
+	w := newTwoTableWriter(t, dir, clk)
+	defer w.Close()
+	ro := openTestDB(t, dir, clk, func(o *Options) { o.ReadOnly = true; o.Storage = writeNothing(t, dir) })
+	defer ro.Close()
+	mustGet(t, ro, "wal", "w1")
+	if err := w.PutWith([]byte("wal2"), []byte("w2"), NoExpiry(), Sync); err != nil {
+		t.Fatal(err)
+	}
+	flushed := false
+	ro.store = storage.ReadOnly(raceStorage(t, dir, faultfs.OpList, "wal", func() {
+		if err := w.Flush(); err != nil {
+			t.Error(err)
+		}
+		flushed = true
+	}))
+	if _, err := ro.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if !flushed {
+		t.Fatal("the race was not forced")
+	}
+	mustGet(t, ro, "wal", "w1")
+	mustGet(t, ro, "wal2", "w2")
 }
 
 // TestReadOnlyMissingTableIsReported: without a newer manifest version, a
