@@ -120,16 +120,16 @@ type Options struct {
 	// fails with an error wrapping fs.ErrNotExist. A read-only handle runs
 	// beside other read-only handles and beside a live writer, in this
 	// process or another: it shows the writer's newest manifest version
-	// and WAL as of Open (or Refresh), and starts over from a newer
-	// version if the writer replaces it while Open reads it. The object
-	// cache (ObjectCacheDir), which lives outside the database, is still
-	// written.
+	// and what its WAL files hold as of Open (or Refresh) — every synced
+	// write, and unsynced ones the writer has handed to the file system by
+	// then — and starts over from a newer version if the writer replaces
+	// the one it is reading. The object cache (ObjectCacheDir), which
+	// lives outside the database, is still written.
 	ReadOnly bool
 
 	// FollowInterval, with ReadOnly, makes the handle a follower: it runs
 	// beside a writer (typically on another machine sharing an object
-	// store) and checks every FollowInterval for a newer
-	// manifest version — one small GET per interval when nothing changed —
+	// store) and checks every FollowInterval for a newer manifest version — one small GET per interval when nothing changed —
 	// loading the tables it lists. A follower sees flushed data; with
 	// FollowWAL it also replays the WAL to see recent writes. Default 0: no
 	// following.

@@ -235,7 +235,8 @@ func third[A, B any](_ A, _ B, err error) error { return err }
 // (a second writer fences the first instead; tests/s3 covers that).
 func TestLockedDirectory(t *testing.T) {
 	e := newLocalEnv(t, nil)
-	put(t, e.db, "k", "v")
+	// Synced: a reader beside the writer sees what the writer's files hold.
+	must(t, e.db.PutWith([]byte("k"), []byte("v"), mayfly.NoExpiry(), mayfly.Sync))
 	db, err := mayfly.Open(e.dir, &mayfly.Options{Clock: e.clk})
 	if !isErr(err, mayfly.ErrLocked) {
 		if db != nil {
