@@ -129,8 +129,9 @@ type Options struct {
 
 	// FollowInterval, with ReadOnly, makes the handle a follower: it runs
 	// beside a writer (typically on another machine sharing an object
-	// store) and checks every FollowInterval for a newer manifest version — one small GET per interval when nothing changed —
-	// loading the tables it lists. A follower sees flushed data; with
+	// store) and checks every FollowInterval for a newer manifest version
+	// — one small GET per interval when nothing changed — loading the
+	// tables it lists. A follower sees flushed data; with
 	// FollowWAL it also replays the WAL to see recent writes. Default 0: no
 	// following.
 	FollowInterval time.Duration
