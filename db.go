@@ -41,9 +41,13 @@ const memPoolChunks = -1
 
 // DB is an open database. Open one with Open and release it with Close.
 type DB struct {
-	opts    *Options
-	log     *slog.Logger
-	store   storage.Storage
+	opts  *Options
+	log   *slog.Logger
+	store storage.Storage
+	// backend is store without the read-only guard (storage.ReadOnly) a
+	// read-only handle reads through: where Metrics finds the object cache
+	// and the S3 request counts.
+	backend storage.Storage
 	ownsFS  bool
 	lock    io.Closer
 	clock   *clock.Monotonic
@@ -129,7 +133,9 @@ type DB struct {
 // Open opens the database in directory dir, creating it if it does not exist.
 // opts may be nil for the documented defaults. A directory already open for
 // writing by another process or another DB in this process fails with an
-// error wrapping ErrLocked.
+// error wrapping ErrLocked. With Options.ReadOnly nothing is created or
+// written (see ReadOnly): a location holding no database fails with an
+// error wrapping fs.ErrNotExist.
 func Open(dir string, opts *Options) (*DB, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -152,9 +158,9 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if o.Storage != nil {
 		db.store = o.Storage
 	} else {
-		st, err := openLocation(db.closeCtx, dir)
+		st, err := openLocation(db.closeCtx, dir, o.ReadOnly)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("mayfly: open %s: %w", dir, err)
 		}
 		db.store, db.ownsFS = st, true
 	}
@@ -167,6 +173,11 @@ func Open(dir string, opts *Options) (*DB, error) {
 		db.store = cached
 	}
 	_, remote := db.store.(storage.LogFencer)
+	db.backend = db.store
+	if o.ReadOnly {
+		// Every write a bug might attempt is refused, not performed.
+		db.store = storage.ReadOnly(db.store)
+	}
 	if o.ObsoleteFileGracePeriod == 0 && remote {
 		o.ObsoleteFileGracePeriod = time.Minute
 	}
@@ -194,16 +205,25 @@ func Open(dir string, opts *Options) (*DB, error) {
 	if o.BlockCacheSize > 0 {
 		db.cache = sstable.NewCache(o.BlockCacheSize)
 	}
+	// A read-only handle takes no lock: it changes nothing, so it needs no
+	// exclusion, and it reads beside a live writer (openReadOnly).
 	var lock io.Closer = nopCloser{}
-	if o.FollowInterval <= 0 {
-		lock, err = db.store.Lock(!o.ReadOnly)
+	if !o.ReadOnly {
+		lock, err = db.store.Lock(true)
 	}
 	if err != nil {
 		db.closeStore()
 		return nil, fmt.Errorf("mayfly: open %s: %w", dir, err)
 	}
 	db.lock = lock
-	if err := db.recover(); err != nil {
+	load := db.recover
+	if o.ReadOnly {
+		load = db.openReadOnly
+	}
+	if err := load(); err != nil {
+		if errors.Is(err, errNoDatabase) {
+			err = fmt.Errorf("mayfly: open %s: %w", dir, err)
+		}
 		db.mu.Lock()
 		db.closed = true
 		db.publishReadState()

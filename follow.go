@@ -34,6 +34,69 @@ func (db *DB) followLoop() {
 	}
 }
 
+// loadNewerVersion loads the newest manifest version and the levels of its
+// tables, opening those cur does not hold. If opening fails while an even
+// newer version exists, the writer replaced the version meanwhile (a
+// table it listed may be compacted away): it starts over from the newest,
+// at most readOnlyAttempts times. The caller holds manifestMu.
+func (db *DB) loadNewerVersion(cur *version) (*manifest.State, uint64, [manifest.NumLevels][]*tableFile, error) {
+	var levels [manifest.NumLevels][]*tableFile
+	var err error
+	for range readOnlyAttempts {
+		st, num, skipped, lerr := manifest.Load(db.store)
+		if lerr != nil {
+			return nil, 0, levels, lerr
+		}
+		if len(skipped) > 0 {
+			return nil, 0, levels, fmt.Errorf("mayfly: newest manifest version is unreadable: %w", errors.Join(skipped...))
+		}
+		if st == nil {
+			return nil, 0, levels, fmt.Errorf("mayfly: every manifest version is gone: %w", errManifestMoved)
+		}
+		if levels, err = db.versionLevels(st, cur); err == nil {
+			return st, num, levels, nil
+		}
+		newer, lerr := db.newerManifest(num)
+		if lerr != nil {
+			return nil, 0, levels, errors.Join(err, lerr)
+		}
+		if !newer {
+			return nil, 0, levels, err
+		}
+	}
+	// Not damage but the writer's progress: not wrapped (no ErrCorruption).
+	return nil, 0, levels, fmt.Errorf("mayfly: refresh: the writer replaced the manifest %d times while it was read (last: %v)",
+		readOnlyAttempts, err)
+}
+
+// versionLevels returns the tables of st by level: those cur holds, and
+// the others opened. On failure it closes the ones it opened.
+func (db *DB) versionLevels(st *manifest.State, cur *version) ([manifest.NumLevels][]*tableFile, error) {
+	var levels [manifest.NumLevels][]*tableFile
+	byNum := make(map[uint64]*tableFile)
+	for _, t := range cur.files() {
+		byNum[t.Meta.Num] = t
+	}
+	var opened []*tableFile
+	for l := range levels {
+		for _, m := range st.Levels[l] {
+			t := byNum[m.Num]
+			if t == nil {
+				var err error
+				if t, err = db.openTable(m); err != nil {
+					for _, o := range opened {
+						o.reader.Close()
+					}
+					return levels, err
+				}
+				opened = append(opened, t)
+			}
+			levels[l] = append(levels[l], t)
+		}
+	}
+	return levels, nil
+}
+
 // Refresh makes a follower (ReadOnly with FollowInterval, or any read-only
 // handle) catch up with the writer now: if a newer manifest version exists
 // it loads the tables it lists, and with FollowWAL it replays the WAL. It
@@ -42,7 +105,27 @@ func (db *DB) followLoop() {
 // the background poll of a follower makes the LIST only every tenth time.
 func (db *DB) Refresh() (bool, error) { return db.refresh(true) }
 
+// refresh refreshes the view and, while the WAL tail found that a segment
+// it had not finished vanished (the writer flushed and deleted it, so its
+// rows are in a newer manifest version), refreshes again, at most
+// readOnlyAttempts times.
 func (db *DB) refresh(list bool) (bool, error) {
+	changed := false
+	for range readOnlyAttempts {
+		c, err := db.refreshOnce(list)
+		changed = changed || c
+		db.manifestMu.Lock()
+		lost := db.tail.forceList
+		db.manifestMu.Unlock()
+		if err != nil || !lost {
+			return changed, err
+		}
+		list = true
+	}
+	return changed, nil
+}
+
+func (db *DB) refreshOnce(list bool) (bool, error) {
 	if !db.opts.ReadOnly {
 		return false, fmt.Errorf("%w: Refresh is for read-only handles", ErrInvalidOptions)
 	}
@@ -67,14 +150,8 @@ func (db *DB) refresh(list bool) (bool, error) {
 		// The writer keeps only its newest versions: if it wrote several
 		// between two polls, the next number is already gone. A LIST now
 		// and then finds the newest one.
-		names, err := db.store.List(manifest.Dir)
-		if err != nil {
+		if changed, err = db.newerManifest(db.manifestNum); err != nil {
 			return false, err
-		}
-		for _, name := range names {
-			if v, ok := manifest.ParseVersionName(name); ok && v > db.manifestNum {
-				changed = true
-			}
 		}
 	}
 	// A follower without FollowWAL sees flushed data only; every other
@@ -83,18 +160,6 @@ func (db *DB) refresh(list bool) (bool, error) {
 	if !changed && !withWAL {
 		return false, nil
 	}
-	st, num := (*manifest.State)(nil), db.manifestNum
-	if changed {
-		var skipped []error
-		st, num, skipped, err = manifest.Load(db.store)
-		if err != nil {
-			return false, err
-		}
-		if len(skipped) > 0 {
-			return false, fmt.Errorf("mayfly: newest manifest version is unreadable: %w", errors.Join(skipped...))
-		}
-	}
-
 	db.mu.Lock()
 	cur := db.current
 	cur.ref()
@@ -104,27 +169,10 @@ func (db *DB) refresh(list bool) (bool, error) {
 
 	levels := cur.levels
 	lastSeq := db.visibleSeq.Load()
-	if st != nil {
-		byNum := make(map[uint64]*tableFile)
-		for _, t := range cur.files() {
-			byNum[t.Meta.Num] = t
-		}
-		var opened []*tableFile
-		for l := range levels {
-			levels[l] = nil
-			for _, m := range st.Levels[l] {
-				t := byNum[m.Num]
-				if t == nil {
-					if t, err = db.openTable(m); err != nil {
-						for _, o := range opened {
-							o.reader.Close()
-						}
-						return false, err
-					}
-					opened = append(opened, t)
-				}
-				levels[l] = append(levels[l], t)
-			}
+	st, num := (*manifest.State)(nil), db.manifestNum
+	if changed {
+		if st, num, levels, err = db.loadNewerVersion(cur); err != nil {
+			return false, err
 		}
 		minLog = st.MinLogNum
 		lastSeq = max(lastSeq, st.LastSeq)

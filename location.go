@@ -14,8 +14,10 @@ import (
 // directory, or an S3 URL of the form
 // s3://bucket/prefix?endpoint=http://host:port&region=r&path_style=true
 // (credentials come from the standard AWS chain: environment, shared
-// files, instance roles; never from the URL).
-func openLocation(ctx context.Context, location string) (storage.Storage, error) {
+// files, instance roles; never from the URL). With readOnly a local
+// directory must exist and is opened with storage.OpenLocalReadOnly, which
+// creates nothing; an S3 location is only ever created by writes.
+func openLocation(ctx context.Context, location string, readOnly bool) (storage.Storage, error) {
 	if location == "" {
 		return nil, fmt.Errorf("%w: empty location", ErrInvalidOptions)
 	}
@@ -27,6 +29,9 @@ func openLocation(ctx context.Context, location string) (storage.Storage, error)
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		return s3.New(ctx, cfg)
+	}
+	if readOnly {
+		return storage.OpenLocalReadOnly(location)
 	}
 	return storage.NewLocal(location)
 }

@@ -182,7 +182,7 @@ func (db *DB) Metrics() Metrics {
 		FollowRefreshes:   c.followRefreshes.Load(),
 		Memory:            MemoryUsage(),
 	}
-	store := db.store
+	store := db.backend
 	if dc, ok := store.(interface{ Unwrap() storage.Storage }); ok {
 		if c, ok := store.(interface {
 			Metrics() (hits, misses uint64, bytes int64)

@@ -110,16 +110,28 @@ type Options struct {
 	// directory given to Open.
 	Storage storage.Storage
 
-	// ReadOnly opens the database without writing anything: no WAL replay is
-	// persisted, writes fail with ErrReadOnly. A read-only handle shares the
-	// directory with other read-only handles but not with a writer.
+	// ReadOnly opens the database without changing anything in its
+	// location: Open creates no directory and no file (no lock file: it
+	// takes no lock), removes nothing and writes no manifest version; the
+	// WAL is replayed into memory only. Every storage call that could
+	// write is refused (storage.ReadOnly), and DB writes fail with
+	// ErrReadOnly. A location that does not exist, or holds no manifest
+	// version, table or WAL segment (a directory no writer ever opened),
+	// fails with an error wrapping fs.ErrNotExist. A read-only handle runs
+	// beside other read-only handles and beside a live writer, in this
+	// process or another: it shows the writer's newest manifest version
+	// and what its WAL files hold as of Open (or Refresh) — every synced
+	// write, and unsynced ones the writer has handed to the file system by
+	// then — and starts over from a newer version if the writer replaces
+	// the one it is reading. The object cache (ObjectCacheDir), which
+	// lives outside the database, is still written.
 	ReadOnly bool
 
-	// FollowInterval, with ReadOnly, makes the handle a follower: it takes
-	// no lock (so it can run beside a writer, typically on another machine
-	// sharing an object store) and checks every FollowInterval for a newer
-	// manifest version — one small GET per interval when nothing changed —
-	// loading the tables it lists. A follower sees flushed data; with
+	// FollowInterval, with ReadOnly, makes the handle a follower: it runs
+	// beside a writer (typically on another machine sharing an object
+	// store) and checks every FollowInterval for a newer manifest version
+	// — one small GET per interval when nothing changed — loading the
+	// tables it lists. A follower sees flushed data; with
 	// FollowWAL it also replays the WAL to see recent writes. Default 0: no
 	// following.
 	FollowInterval time.Duration

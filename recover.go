@@ -56,6 +56,11 @@ func (db *DB) recover() error {
 		// orphan cleanup would then delete live data), so refuse to open.
 		return fmt.Errorf("mayfly: newest manifest version is unreadable: %w; %s", errors.Join(skipped...), repairHint)
 	}
+	if st == nil && db.opts.ReadOnly {
+		if err := db.checkDatabase(); err != nil {
+			return err
+		}
+	}
 	if st == nil {
 		if err := db.checkNoManifestNeeded(); err != nil {
 			return err
@@ -74,8 +79,12 @@ func (db *DB) recover() error {
 	}
 	db.current = newVersion(levels)
 
-	if err := db.scanFileNumbers(); err != nil {
-		return err
+	// A read-only handle allocates no number, and its manifestNum must stay
+	// the version it loaded (Refresh and openReadOnly look above it).
+	if !db.opts.ReadOnly {
+		if err := db.scanFileNumbers(); err != nil {
+			return err
+		}
 	}
 	segs, err := db.logSegments(st.MinLogNum)
 	if err != nil {
@@ -279,7 +288,7 @@ func (db *DB) scanFileNumbers() error {
 	}
 	// Through wrappers (the object cache) to the backend: on S3 this is
 	// what aborts abandoned multipart uploads.
-	if t, ok := storage.As[interface{ RemoveTemps(dir string) error }](db.store); ok && !db.opts.ReadOnly {
+	if t, ok := storage.As[interface{ RemoveTemps(dir string) error }](db.store); ok {
 		for _, dir := range []string{"sst", "wal", manifest.Dir} {
 			if err := t.RemoveTemps(dir); err != nil {
 				db.log.Warn("mayfly: removing temporary files", "dir", dir, "err", err)

@@ -38,9 +38,12 @@ import (
 //   - Remove fsyncs the directory, so a removal is durable when it returns.
 //
 // Temporary files left behind by a crash are ignored by List; the engine
-// may delete them with RemoveTemps.
+// may delete them with RemoveTemps. A Local from OpenLocalReadOnly changes
+// nothing: every call above that would write fails with ErrReadOnly.
 type Local struct {
 	dir string
+	// readOnly refuses every mutating call (OpenLocalReadOnly).
+	readOnly bool
 
 	// madeDirs caches the subdirectories known to exist (and to be
 	// durable in their parents), keyed by slash-separated relative path.
@@ -154,6 +157,9 @@ func (l *Local) createTemp(name string) (*os.File, error) {
 // Create implements Storage.
 func (l *Local) Create(name string) (ObjectWriter, error) {
 	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	if err := l.refuseWrite("create", name); err != nil {
 		return nil, err
 	}
 	f, err := l.createTemp(name)
@@ -344,6 +350,9 @@ func (l *Local) PutIfAbsent(name string, data []byte) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
+	if err := l.refuseWrite("put", name); err != nil {
+		return err
+	}
 	final := l.path(name)
 	// A cheap early answer; the link below is what decides races.
 	if _, err := os.Lstat(final); err == nil {
@@ -418,6 +427,9 @@ func (l *Local) Remove(name string) error {
 	if err := checkName(name); err != nil {
 		return err
 	}
+	if err := l.refuseWrite("remove", name); err != nil {
+		return err
+	}
 	p := l.path(name)
 	if err := os.Remove(p); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -433,6 +445,9 @@ func (l *Local) Remove(name string) error {
 // exclusive lock, when no Create or PutIfAbsent is in flight.
 func (l *Local) RemoveTemps(dir string) error {
 	if err := checkPath(dir); err != nil {
+		return err
+	}
+	if err := l.refuseWrite("remove temporary files under", dir); err != nil {
 		return err
 	}
 	root := l.path(dir)
@@ -471,6 +486,9 @@ func (l *Local) CreatePreallocatedLog(name string) (LogWriter, error) {
 
 func (l *Local) createLog(name string, prealloc bool) (LogWriter, error) {
 	if err := checkName(name); err != nil {
+		return nil, err
+	}
+	if err := l.refuseWrite("create log", name); err != nil {
 		return nil, err
 	}
 	if err := l.ensureParent(name); err != nil {
@@ -602,6 +620,9 @@ func (w *localLog) Close() error {
 // flock locks belong to open file descriptions, so two Locks in the same
 // process conflict just as two processes do.
 func (l *Local) Lock(exclusive bool) (io.Closer, error) {
+	if err := l.refuseWrite("lock", lockName); err != nil {
+		return nil, err
+	}
 	p := filepath.Join(l.dir, lockName)
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {

@@ -24,6 +24,11 @@ var ErrExists = errors.New("mayfly/storage: object already exists")
 // ErrNotExist is returned when a named object does not exist.
 var ErrNotExist = errors.New("mayfly/storage: object does not exist")
 
+// ErrReadOnly is returned by every method of a read-only storage
+// (ReadOnly, OpenLocalReadOnly) that could change what is stored: the call
+// is refused, not performed.
+var ErrReadOnly = errors.New("mayfly/storage: storage is read-only")
+
 // ErrFenced is returned when another writer has taken over the database:
 // a newer manifest version or a fence on a log this writer was appending to.
 // The fenced writer must stop; nothing it did corrupts the database.

@@ -1,0 +1,119 @@
+package mayfly
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/mayflydb/mayfly/manifest"
+)
+
+// A read-only handle (Options.ReadOnly) changes nothing in the location it
+// reads: Open wraps its storage in storage.ReadOnly (a local directory is
+// opened with storage.OpenLocalReadOnly), takes no lock, removes no
+// temporary file, orphan table or WAL segment, writes no manifest version
+// and replays the WAL into memory only. It needs no exclusion from a
+// writer, so it reads beside one, on a local directory as on an object
+// store. A writer tolerates it: a table or WAL segment the writer deletes
+// stays readable through a file the reader already opened (POSIX unlink
+// semantics; on an object store, Options.ObsoleteFileGracePeriod), and
+// what the reader had not opened yet it finds through a newer manifest
+// version.
+//
+// The race that remains is between reading a manifest version and opening
+// what it lists: the writer may compact a table away, or flush and delete
+// a WAL segment, in between. The reader detects it by finding a version
+// newer than the one it loaded, and starts over from that one (at most
+// readOnlyAttempts times); a missing table is reported as such only when
+// no newer version explains it.
+
+// readOnlyAttempts bounds how many times a read-only Open or Refresh loads
+// the manifest again because the writer replaced it meanwhile.
+const readOnlyAttempts = 10
+
+// errNoDatabase is returned by a read-only open of a location holding no
+// manifest version, table or WAL segment: nothing a writer ever opened.
+var errNoDatabase = fmt.Errorf("no Mayfly database here (no manifest version, table or WAL segment): %w", fs.ErrNotExist)
+
+// errManifestMoved reports that every manifest version a read-only load
+// listed was gone when it read them: the writer has written newer ones.
+var errManifestMoved = errors.New("mayfly: the manifest versions changed while being read")
+
+// openReadOnly is recover for a read-only handle: it loads the newest
+// manifest version, its tables and the WAL, and starts over while the
+// writer replaced that version meanwhile (a table or WAL segment the
+// loaded version needed may be gone, or rows may have moved from a WAL
+// segment the handle did not read into a table it did not load).
+func (db *DB) openReadOnly() error {
+	var err error
+	for range readOnlyAttempts {
+		db.manifestNum = 0
+		err = db.recover()
+		loaded := db.manifestNum
+		if err != nil && !errors.Is(err, errManifestMoved) && loaded == 0 {
+			return err // failed before a version was loaded: not a race
+		}
+		newer, lerr := db.newerManifest(loaded)
+		if lerr != nil {
+			return errors.Join(err, lerr)
+		}
+		if !newer && !errors.Is(err, errManifestMoved) {
+			return err
+		}
+		db.resetReadOnly()
+	}
+	// What failed is a consequence of the writer's progress, not damage:
+	// report it without wrapping it (no ErrCorruption).
+	return fmt.Errorf("mayfly: read-only open: the writer replaced the manifest %d times while it was read (last: %v)",
+		readOnlyAttempts, err)
+}
+
+// newerManifest reports whether a manifest version above v exists.
+func (db *DB) newerManifest(v uint64) (bool, error) {
+	names, err := db.store.List(manifest.Dir)
+	if err != nil {
+		return false, err
+	}
+	for _, name := range names {
+		if n, ok := manifest.ParseVersionName(name); ok && n > v {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// resetReadOnly drops what a read-only load built, before another.
+func (db *DB) resetReadOnly() {
+	db.mu.Lock()
+	if rs := db.readState.Swap(nil); rs != nil {
+		rs.release()
+	}
+	db.releaseMemtables()
+	db.releaseVersion()
+	db.mu.Unlock()
+	db.tail.release()
+	db.tail.forceList = false
+}
+
+// checkDatabase is called by a read-only open that found no manifest
+// version. If versions exist now, the ones it listed were replaced while
+// it read them (errManifestMoved). A location holding no table and no WAL
+// segment either is no database (errNoDatabase): a writer's Open writes a
+// manifest version before anything else, so even a database that was
+// never written to has one. Tables or WAL segments without any version
+// are read as they are, as a writer's open would.
+func (db *DB) checkDatabase() error {
+	if moved, err := db.newerManifest(0); err != nil || moved {
+		if moved {
+			err = errManifestMoved
+		}
+		return err
+	}
+	for _, dir := range []string{"sst", "wal"} {
+		names, err := db.store.List(dir)
+		if err != nil || len(names) > 0 {
+			return err
+		}
+	}
+	return errNoDatabase
+}
