@@ -108,8 +108,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	// Joined errors (one per line) are printed on one line too.
-	fmt.Fprintf(stderr, "%s%s\n", progPrefix, strings.ReplaceAll(errText(err), "\n", "; "))
+	// Joined errors (one per line) are printed on one line too. A message
+	// that starts with a package's prefix ("mayfly/s3: ") names the tool
+	// already.
+	msg := strings.ReplaceAll(errText(err), "\n", "; ")
+	if !strings.HasPrefix(msg, "mayfly/") {
+		msg = progPrefix + msg
+	}
+	fmt.Fprintln(stderr, msg)
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage

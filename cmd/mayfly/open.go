@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mayflydb/mayfly"
@@ -161,6 +162,11 @@ func openObject(ctx context.Context, arg string) (s storage.Storage, name string
 			return nil, "", fmt.Errorf("%s: want s3://bucket/prefix/OBJECT?endpoint=...", shownLocation(arg))
 		}
 		dir, name := path.Split(u.Path)
+		// An object store tells a log from an object by its directory
+		// (logs live under wal/): keep a database directory in the name.
+		if parent, sub := path.Split(strings.TrimSuffix(dir, "/")); slices.Contains(databaseDirs, sub) {
+			dir, name = parent, sub+"/"+name
+		}
 		u.Path = dir
 		s, err := mayfly.OpenStorage(ctx, u.String())
 		return s, name, err
