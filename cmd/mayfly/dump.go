@@ -231,7 +231,7 @@ func printSSTProps(w io.Writer, path string, p *sstProps) {
 func walCommand() *cli.Command {
 	return groupCommand("wal", "inspect write-ahead log segments", withUsageErrors(&cli.Command{
 		Name:      "dump",
-		Usage:     "print the records of the WAL segments of --dir, or of one segment FILE",
+		Usage:     "print the records of the WAL segments of --dir, or of one segment FILE (a path or s3:// URL)",
 		ArgsUsage: "[FILE]",
 		Description: "Each record is one committed batch: its offset in the segment, sequence number,\n" +
 			"entry count and commit time, then its entries (kind, key, expiry). Replay stops\n" +
@@ -239,7 +239,7 @@ func walCommand() *cli.Command {
 			"it as a torn tail. Segments below the manifest's minimum log number are already\n" +
 			"flushed and marked obsolete.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "dir", Aliases: []string{"d"}, Usage: "database `DIR`ectory: dump every segment in DIR/wal", TakesFile: true},
+			&cli.StringFlag{Name: "dir", Aliases: []string{"d"}, Usage: "database `DIR`ectory or s3:// URL: dump every segment in DIR/wal", TakesFile: true},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per segment, one per line"},
 			&cli.BoolFlag{Name: "values", Usage: "print each entry's value (otherwise only its length)"},
 		},

@@ -15,8 +15,9 @@
 //	mayfly wal dump [--json] [--values] (--dir DIR | FILE)
 //	mayfly manifest dump --dir DIR [--json]
 //
-// DIR is a local directory or an s3://bucket/prefix?endpoint=... URL; FILE
-// is a local path or the s3:// URL of one object.
+// DIR is a local directory or an s3://bucket/prefix?endpoint=... URL (demo
+// and bench: local only); FILE is a local path or the s3:// URL of one
+// object.
 //
 // Results go to stdout, diagnostics to stderr, one line per error. Exit
 // status: 0 on success, 1 when the operation failed (including a missing key
@@ -129,8 +130,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func newApp(stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
-		Name:      "mayfly",
-		Usage:     "inspect and exercise a Mayfly database (an LSM key-value store with per-row TTL)",
+		Name:  "mayfly",
+		Usage: "inspect and exercise a Mayfly database (an LSM key-value store with per-row TTL)",
+		Description: "DIR is a local directory or s3://bucket/prefix?endpoint=URL&region=R&path_style=true\n" +
+			"(credentials from the AWS environment). Exit status: 0 success; 1 the operation\n" +
+			"failed (check: corruption found); 2 the command did not run: a usage error, the\n" +
+			"database in use by another process (check: also no database, or unreadable).",
 		Writer:    stdout,
 		ErrWriter: stderr,
 		// Errors are reported once, by run; never exit from inside the library.

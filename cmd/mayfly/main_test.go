@@ -310,6 +310,8 @@ func TestUsageErrors(t *testing.T) {
 		{2, "expire-at", []string{"put", "--dir", dir, "--expire-at", "tomorrow", "k", "v"}},
 		{2, "1ms", []string{"put", "--dir", dir, "--ttl", "1us", "k", "v"}},
 		{2, "at least 4", []string{"demo", "--sessions", "3"}},
+		{2, "local directory", []string{"demo", "--dir", "s3://bucket/demo"}},
+		{2, "local directory", []string{"bench", "--dir", "s3://bucket/bench"}},
 		{1, "does not exist", []string{"get", "--dir", filepath.Join(dir, "missing"), "k"}},
 		{1, "does not exist", []string{"stats", "--dir", filepath.Join(dir, "missing")}},
 		{2, "--now", []string{"stats", "--dir", dir, "--now", "yesterday"}},
