@@ -35,9 +35,12 @@ s3pass -parallel 8 ./tests/ &
 tests_pid=$!
 s3pass -run '^TestMetamorphic$' ./tests/metamorphic/ &
 meta_pid=$!
+s3pass -run '^TestEveryCommandOnS3$' ./cmd/mayfly/ & # the CLI on a bucket
+cli_pid=$!
 s3_status=0
 wait "$tests_pid" || s3_status=1
 wait "$meta_pid" || s3_status=1
+wait "$cli_pid" || s3_status=1
 if [ "$s3_status" != 0 ]; then
 	echo "== the S3 pass failed"
 	exit 1

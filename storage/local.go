@@ -320,7 +320,7 @@ func (l *Local) Open(name string) (ObjectReader, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("mayfly/storage: open %s: %w (%w)", p, ErrNotExist, err)
+			return nil, fmt.Errorf("%w: %s", ErrNotExist, p)
 		}
 		return nil, fmt.Errorf("mayfly/storage: %w", err)
 	}
@@ -331,7 +331,7 @@ func (l *Local) Open(name string) (ObjectReader, error) {
 	}
 	if fi.IsDir() {
 		f.Close()
-		return nil, fmt.Errorf("mayfly/storage: open %s: is a directory: %w", p, ErrNotExist)
+		return nil, fmt.Errorf("%w: %s is a directory", ErrNotExist, p)
 	}
 	return &localReader{f: f, size: fi.Size()}, nil
 }
@@ -356,7 +356,7 @@ func (l *Local) PutIfAbsent(name string, data []byte) error {
 	final := l.path(name)
 	// A cheap early answer; the link below is what decides races.
 	if _, err := os.Lstat(final); err == nil {
-		return fmt.Errorf("mayfly/storage: put %s: %w", final, ErrExists)
+		return fmt.Errorf("%w: %s", ErrExists, final)
 	}
 	f, err := l.createTemp(name)
 	if err != nil {
@@ -377,7 +377,7 @@ func (l *Local) PutIfAbsent(name string, data []byte) error {
 	}
 	if err := os.Link(tmp, final); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("mayfly/storage: put %s: %w", final, ErrExists)
+			return fmt.Errorf("%w: %s", ErrExists, final)
 		}
 		return fmt.Errorf("mayfly/storage: publish %s: %w", final, err)
 	}
@@ -498,7 +498,7 @@ func (l *Local) createLog(name string, prealloc bool) (LogWriter, error) {
 	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("mayfly/storage: create log %s: %w", p, ErrExists)
+			return nil, fmt.Errorf("%w: %s", ErrExists, p)
 		}
 		return nil, fmt.Errorf("mayfly/storage: create log: %w", err)
 	}
@@ -631,7 +631,7 @@ func (l *Local) Lock(exclusive bool) (io.Closer, error) {
 	if err := flock(f, exclusive); err != nil {
 		f.Close()
 		if errors.Is(err, errWouldBlock) {
-			return nil, fmt.Errorf("mayfly/storage: lock %s: %w", l.dir, ErrLocked)
+			return nil, fmt.Errorf("%w: %s", ErrLocked, l.dir)
 		}
 		return nil, fmt.Errorf("mayfly/storage: lock %s: %w", p, err)
 	}

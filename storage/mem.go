@@ -107,7 +107,7 @@ func (m *Mem) Open(name string) (ObjectReader, error) {
 	defer m.mu.Unlock()
 	f, ok := m.files[name]
 	if !ok {
-		return nil, fmt.Errorf("mayfly/storage: open %s: %w", name, ErrNotExist)
+		return nil, fmt.Errorf("%w: %s", ErrNotExist, name)
 	}
 	// data is append-only, so this prefix never changes under the reader.
 	return &memReader{data: f.data[:len(f.data):len(f.data)]}, nil
@@ -145,7 +145,7 @@ func (m *Mem) PutIfAbsent(name string, data []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.files[name]; ok {
-		return fmt.Errorf("mayfly/storage: put %s: %w", name, ErrExists)
+		return fmt.Errorf("%w: %s", ErrExists, name)
 	}
 	m.files[name] = &memFile{data: append([]byte(nil), data...), durable: len(data)}
 	return nil
@@ -190,7 +190,7 @@ func (m *Mem) CreateLog(name string) (LogWriter, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, ok := m.files[name]; ok {
-		return nil, fmt.Errorf("mayfly/storage: create log %s: %w", name, ErrExists)
+		return nil, fmt.Errorf("%w: %s", ErrExists, name)
 	}
 	f := &memFile{log: true}
 	m.files[name] = f
@@ -241,7 +241,7 @@ func (m *Mem) Lock(exclusive bool) (io.Closer, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.exclusive || (exclusive && m.shared > 0) {
-		return nil, fmt.Errorf("mayfly/storage: lock in-memory storage: %w", ErrLocked)
+		return nil, fmt.Errorf("%w: in-memory storage", ErrLocked)
 	}
 	if exclusive {
 		m.exclusive = true

@@ -15,6 +15,42 @@ import (
 
 // testConformance checks the behaviour every backend must share.
 func testConformance(t *testing.T, open func(t *testing.T) Storage) {
+	t.Run("SentinelErrorsSayPrefixOnce", func(t *testing.T) {
+		s := open(t)
+		if err := s.PutIfAbsent("manifest/000001", []byte("v1")); err != nil {
+			t.Fatal(err)
+		}
+		_, openErr := s.Open("sst/000009.sst")
+		putErr := s.PutIfAbsent("manifest/000001", []byte("v2"))
+		if _, err := s.CreateLog("wal/000001.wal"); err != nil {
+			t.Fatal(err)
+		}
+		_, logErr := s.CreateLog("wal/000001.wal")
+		l, err := s.Lock(true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		_, lockErr := s.Lock(true)
+		for _, c := range []struct {
+			err, want error
+			names     string
+		}{
+			{openErr, ErrNotExist, "sst/000009.sst"},
+			{putErr, ErrExists, "manifest/000001"},
+			{logErr, ErrExists, "wal/000001.wal"},
+			{lockErr, ErrLocked, ""},
+		} {
+			if !errors.Is(c.err, c.want) {
+				t.Errorf("err = %v, want %v", c.err, c.want)
+				continue
+			}
+			msg := c.err.Error()
+			if n := strings.Count(msg, "mayfly/storage:"); n != 1 || !strings.Contains(msg, filepath.FromSlash(c.names)) {
+				t.Errorf("%q: want the prefix once (found %d) and the name %q", msg, n, c.names)
+			}
+		}
+	})
 	t.Run("CreateCommit", func(t *testing.T) {
 		s := open(t)
 		w, err := s.Create("sst/000001.sst")

@@ -80,6 +80,9 @@ func runBench(ctx context.Context, cmd *cli.Command) (err error) {
 	}
 	b.tty = isTerminal(b.w)
 	dir, temp := cmd.String("dir"), false
+	if isS3(dir) {
+		return usagef("%s: --dir must be a local directory (it works on files there)", cmd.Name)
+	}
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "mayfly-bench-"); err != nil {
 			return err

@@ -14,18 +14,29 @@ import (
 	"github.com/urfave/cli/v3"
 )
 
+// Exit statuses of check besides 0 (everything read and verified).
+const (
+	checkCorrupt = exitError // damaged or missing data found
+	checkNotRun  = exitUsage // could not check: bad arguments, no database, in use, unreadable
+)
+
 func checkCommand() *cli.Command {
 	return withUsageErrors(&cli.Command{
 		Name:  "check",
-		Usage: "verify every live SSTable (DB.Check) and every WAL segment; exit status 1 on corruption",
+		Usage: "verify the manifest, every live SSTable (DB.Check) and every WAL segment; exit status 0 healthy, 1 corruption, 2 could not check",
 		Description: "The database is opened read-only and DB.Check re-reads every block of every\n" +
 			"live table, verifying checksums, decoding, key order and properties. Each table\n" +
 			"is listed as OK or with the corruption found (file and byte offset). Then every\n" +
 			"WAL segment the manifest does not cover is replayed and its batches decoded: a\n" +
 			"torn tail on the newest segment is what a crash leaves and only a warning;\n" +
-			"anywhere else it is corruption.\n\n" +
-			"If the database does not open, the tables the manifest lists are checked one by\n" +
-			"one without it, to name the damaged file.",
+			"anywhere else it is corruption. A damaged newest manifest version is corruption:\n" +
+			"the database does not open with it, and an older version is not its state, so\n" +
+			"nothing is checked against one.\n\n" +
+			"If the database does not open because of damage, the tables the manifest lists\n" +
+			"are checked one by one without it, to name the damaged file.\n\n" +
+			"Exit status: 0 healthy; 1 corruption found (damaged or missing data); 2 the check\n" +
+			"could not run: bad arguments, no database there, the database is in use by a\n" +
+			"writer, or a read failed for another reason than damage (permissions, network).",
 		Flags:  []cli.Flag{dirFlag()},
 		Action: runCheck,
 	})
@@ -38,33 +49,62 @@ type checkTable struct {
 	err   error
 }
 
+// checker collects what a check found and prints it as it goes.
+type checker struct {
+	w       *bufio.Writer
+	damaged []string // names of damaged or missing objects
+	unread  []string // names of objects that could not be read
+}
+
+// report prints label's outcome: OK (err nil), CORRUPT (damage) or
+// UNREADABLE (any other failure), and files name under the outcome.
+func (c *checker) report(label, name string, err error, ok string) {
+	switch {
+	case err == nil:
+		fmt.Fprintf(c.w, "%s: %s\n", label, ok)
+	case isDamage(err):
+		fmt.Fprintf(c.w, "%s: CORRUPT: %s\n", label, errText(err))
+		c.damaged = append(c.damaged, name)
+	default:
+		fmt.Fprintf(c.w, "%s: UNREADABLE: %s\n", label, errText(err))
+		c.unread = append(c.unread, name)
+	}
+}
+
+// isDamage reports whether err shows damaged or missing data rather than a
+// failure to read it.
+func isDamage(err error) bool {
+	return errors.Is(err, format.ErrCorruption) || errors.Is(err, storage.ErrNotExist)
+}
+
+// notRun marks err as a check that could not run (exit status 2).
+func notRun(err error) error { return &statusError{code: checkNotRun, err: err} }
+
 func runCheck(ctx context.Context, cmd *cli.Command) (err error) {
 	if err := noArgs(cmd); err != nil {
 		return err
 	}
-	s, err := openStore(cmd)
+	s, _, err := openStore(ctx, cmd)
 	if err != nil {
-		return err
+		return notRun(err)
 	}
-	w := bufio.NewWriter(cmd.Root().Writer)
-	defer w.Flush()
-	var bad []string // names of damaged files
-
-	db, openErr := openDB(cmd, true, false)
-	if openErr == nil {
+	defer s.Close()
+	db, openErr := openDB(ctx, cmd, true, false)
+	var inUse *inUseError
+	switch {
+	case errors.As(openErr, &inUse):
+		return openErr
+	case openErr == nil:
 		defer closeDB(db, &err)
+	case !isDamage(openErr):
+		return notRun(openErr)
 	}
-	st, version, _, err := manifest.Load(s)
-	if err != nil {
-		fmt.Fprintf(w, "manifest: FAILED: %v\n", err)
-		w.Flush()
-		return fmt.Errorf("check: manifest unreadable: %w", err)
-	}
+	c := &checker{w: bufio.NewWriter(cmd.Root().Writer)}
+	defer c.w.Flush()
+
+	st := c.checkManifest(s)
 	if st == nil {
-		st = &manifest.State{}
-		fmt.Fprintf(w, "manifest: none (no table was ever flushed)\n")
-	} else {
-		fmt.Fprintf(w, "manifest: %s OK (%d tables)\n", manifest.VersionName(version), st.NumFiles())
+		return c.finish(0, 0)
 	}
 	var tables []*checkTable
 	for l, files := range st.Levels {
@@ -72,38 +112,66 @@ func runCheck(ctx context.Context, cmd *cli.Command) (err error) {
 			tables = append(tables, &checkTable{level: l, meta: f})
 		}
 	}
-
 	if openErr != nil {
-		fmt.Fprintf(w, "open: FAILED: %v\n", openErr)
-		fmt.Fprintf(w, "checking the manifest's tables one by one instead\n")
+		c.report("open", "open", openErr, "")
+		fmt.Fprintf(c.w, "checking the manifest's tables one by one instead\n")
 		for _, t := range tables {
 			t.err = checkTableFile(s, t.meta.Num)
 		}
-		bad = append(bad, "open")
 	} else {
 		cerr := db.Check(ctx)
 		if cerr != nil && (errors.Is(cerr, context.Canceled) || errors.Is(cerr, context.DeadlineExceeded)) {
-			return cerr
+			return notRun(cerr)
 		}
 		assignCheckErrors(tables, cerr)
 	}
 	for _, t := range tables {
 		name := tableName(t.meta.Num)
-		if t.err == nil {
-			fmt.Fprintf(w, "L%d %s %d bytes: OK\n", t.level, name, t.meta.Size)
-			continue
-		}
-		fmt.Fprintf(w, "L%d %s %d bytes: CORRUPT: %v\n", t.level, name, t.meta.Size, t.err)
-		bad = append(bad, name)
+		c.report(fmt.Sprintf("L%d %s %d bytes", t.level, name, t.meta.Size), name, t.err, "OK")
 	}
-
 	segs, err := walSegments(s)
 	if err != nil {
-		return err
+		c.report("wal", "wal", err, "")
+		return c.finish(len(tables), 0)
 	}
+	return c.finish(len(tables), c.checkSegments(s, segs, st.MinLogNum))
+}
+
+// checkManifest reports the newest manifest version and returns the state
+// to check the tables and WAL segments against: empty if there is no
+// manifest yet, nil if there is none to trust (the newest version is
+// damaged or unreadable: an older version is not the database's state).
+func (c *checker) checkManifest(s storage.Storage) *manifest.State {
+	st, version, skipped, err := manifest.Load(s)
+	for _, e := range skipped {
+		name := manifest.Dir
+		var ce *format.CorruptionError
+		if errors.As(e, &ce) {
+			name = ce.File
+		}
+		c.report(name, name, e, "")
+	}
+	switch {
+	case err != nil && len(skipped) == 0:
+		c.report("manifest", manifest.Dir, err, "")
+		return nil
+	case err != nil || len(skipped) > 0:
+		fmt.Fprintf(c.w, "tables and WAL segments not checked: the newest manifest version is damaged\n")
+		return nil
+	case st == nil:
+		fmt.Fprintf(c.w, "manifest: none (no table was ever flushed)\n")
+		return &manifest.State{}
+	}
+	c.report(manifest.VersionName(version), "", nil, fmt.Sprintf("OK (%d tables)", st.NumFiles()))
+	return st
+}
+
+// checkSegments replays the WAL segments from minLog on and returns how
+// many it checked.
+func (c *checker) checkSegments(s storage.Storage, segs []uint64, minLog uint64) int {
 	var live []uint64
 	for _, seg := range segs {
-		if seg >= st.MinLogNum {
+		if seg >= minLog {
 			live = append(live, seg)
 		}
 	}
@@ -111,26 +179,38 @@ func runCheck(ctx context.Context, cmd *cli.Command) (err error) {
 		name := logName(seg)
 		records, res, err := checkSegment(s, name, seg)
 		switch {
+		case errors.Is(err, storage.ErrNotExist):
+			// Listed, then gone: a live writer removes a segment once a
+			// flush has covered it.
+			fmt.Fprintf(c.w, "%s: removed since listed (a writer flushed it)\n", name)
 		case err != nil:
-			fmt.Fprintf(w, "%s: CORRUPT: %v\n", name, err)
-			bad = append(bad, name)
+			c.report(name, name, err, "")
 		case res.Torn() && i == len(live)-1:
-			fmt.Fprintf(w, "%s: OK, %d records; warning: torn tail at offset %d (%d bytes dropped at open): %s\n",
+			fmt.Fprintf(c.w, "%s: OK, %d records; warning: torn tail at offset %d (%d bytes dropped at open): %s\n",
 				name, records, res.TornOffset, res.FileSize-res.ValidBytes, res.TornReason)
 		case res.Torn():
-			fmt.Fprintf(w, "%s: CORRUPT: %v\n", name, res.TornError(name))
-			bad = append(bad, name)
+			c.report(name, name, res.TornError(name), "")
 		default:
-			fmt.Fprintf(w, "%s: OK, %d records\n", name, records)
+			fmt.Fprintf(c.w, "%s: OK, %d records\n", name, records)
 		}
 	}
-	if len(bad) > 0 {
-		fmt.Fprintf(w, "FAILED: %d problem(s)\n", len(bad))
-		w.Flush()
-		return fmt.Errorf("check: corruption in %s", strings.Join(bad, ", "))
+	return len(live)
+}
+
+// finish prints the verdict and returns the error that sets the exit
+// status: corruption wins over objects that could not be read.
+func (c *checker) finish(tables, segments int) error {
+	defer c.w.Flush()
+	switch {
+	case len(c.damaged) > 0:
+		fmt.Fprintf(c.w, "FAILED: %d problem(s)\n", len(c.damaged)+len(c.unread))
+		return &statusError{code: checkCorrupt, err: fmt.Errorf("check: corruption in %s", strings.Join(c.damaged, ", "))}
+	case len(c.unread) > 0:
+		fmt.Fprintf(c.w, "INCOMPLETE: %d object(s) could not be read\n", len(c.unread))
+		return notRun(fmt.Errorf("check: could not read %s", strings.Join(c.unread, ", ")))
 	}
-	fmt.Fprintf(w, "all %d tables and %d WAL segments OK\n", len(tables), len(live))
-	return w.Flush()
+	fmt.Fprintf(c.w, "all %d tables and %d WAL segments OK\n", tables, segments)
+	return nil
 }
 
 // assignCheckErrors hands each error DB.Check returned (one per damaged

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/mayflydb/mayfly"
+	"github.com/mayflydb/mayfly/storage"
 	"github.com/urfave/cli/v3"
 )
 
@@ -18,7 +20,7 @@ func compactCommand() *cli.Command {
 			"(widened to whole tables; both bounds inclusive, empty means open) is merged into\n" +
 			"the bottom level. Expired rows, shadowed versions and tombstones with nothing\n" +
 			"beneath them are dropped. Needs the database to itself (no other open handle).\n" +
-			"Prints the SSTable bytes (Metrics.DiskBytes) and the directory's total bytes\n" +
+			"Prints the SSTable bytes (Metrics.DiskBytes) and the database's total bytes\n" +
 			"before and after.",
 		Flags: []cli.Flag{
 			dirFlag(),
@@ -90,15 +92,16 @@ type maintenanceResult struct {
 // runMaintenance opens the database for writing, runs op and reports the
 // sizes before and after.
 func runMaintenance(ctx context.Context, cmd *cli.Command, name string, op func(context.Context, *mayfly.DB) error) (err error) {
-	dir, err := existingDir(cmd)
+	s, _, err := openStore(ctx, cmd)
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	res := maintenanceResult{Op: name}
-	if res.DirBytesBefore, err = dirBytes(dir); err != nil {
+	if res.DirBytesBefore, err = storedBytes(s); err != nil {
 		return err
 	}
-	db, err := openDB(cmd, false, false)
+	db, err := openDB(ctx, cmd, false, false)
 	if err != nil {
 		return err
 	}
@@ -123,7 +126,7 @@ func runMaintenance(ctx context.Context, cmd *cli.Command, name string, op func(
 	if err := db.Close(); err != nil {
 		return fmt.Errorf("close: %w", err)
 	}
-	if res.DirBytesAfter, err = dirBytes(dir); err != nil {
+	if res.DirBytesAfter, err = storedBytes(s); err != nil {
 		return err
 	}
 	w := cmd.Root().Writer
@@ -143,15 +146,27 @@ func tableTotals(m *mayfly.Metrics) (bytes uint64, files int, rows uint64) {
 	return bytes, files, rows
 }
 
-// dirBytes is the total size of the files under dir.
-func dirBytes(dir string) (int64, error) {
-	files, err := listFiles(dir)
-	if err != nil {
-		return 0, err
-	}
+// storedBytes is the total size of a database's objects: manifest
+// versions, WAL segments and tables. An object removed between the listing
+// and its lookup (by the database's own cleanup) is left out.
+func storedBytes(s storage.Storage) (int64, error) {
 	var n int64
-	for _, f := range files {
-		n += f.size
+	for _, dir := range databaseDirs {
+		names, err := s.List(dir)
+		if err != nil {
+			return 0, err
+		}
+		for _, name := range names {
+			r, err := s.Open(name)
+			if errors.Is(err, storage.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return 0, err
+			}
+			n += r.Size()
+			r.Close()
+		}
 	}
 	return n, nil
 }

@@ -97,6 +97,9 @@ func runDemo(ctx context.Context, cmd *cli.Command) (err error) {
 	}
 	w := cmd.Root().Writer
 	dir, temp := cmd.String("dir"), false
+	if isS3(dir) {
+		return usagef("%s: --dir must be a local directory (it works on files there)", cmd.Name)
+	}
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "mayfly-demo-"); err != nil {
 			return err

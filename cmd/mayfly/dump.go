@@ -7,8 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strconv"
 	"text/tabwriter"
@@ -29,8 +28,9 @@ func sstCommand() *cli.Command {
 		Name:      "dump",
 		Usage:     "print an SSTable's properties and rows",
 		ArgsUsage: "FILE",
-		Description: "FILE is any SSTable file, e.g. DIR/sst/000012.sst; the database need not be\n" +
-			"closed. Rows are listed in stored order (key ascending, newest version first),\n" +
+		Description: "FILE is any SSTable file, e.g. DIR/sst/000012.sst, or the URL of one in a bucket,\n" +
+			"s3://bucket/prefix/sst/000012.sst?endpoint=...; the database need not be closed.\n" +
+			" Rows are listed in stored order (key ascending, newest version first),\n" +
 			"shadowed versions and tombstones included: this is what is on disk, not what\n" +
 			"a read returns. Times are UTC with millisecond resolution.",
 		Flags: []cli.Flag{
@@ -108,7 +108,7 @@ type sstDump struct {
 	Truncated bool `json:"truncated"`
 }
 
-func runSSTDump(_ context.Context, cmd *cli.Command) (err error) {
+func runSSTDump(ctx context.Context, cmd *cli.Command) (err error) {
 	if cmd.Args().Len() != 1 {
 		return usagef("dump: want exactly one FILE argument, got %d", cmd.Args().Len())
 	}
@@ -117,7 +117,13 @@ func runSSTDump(_ context.Context, cmd *cli.Command) (err error) {
 		return usagef("dump: --limit must not be negative")
 	}
 	path := cmd.Args().First()
-	r, err := openTableFile(path)
+	s, name, err := openObject(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	path = shownLocation(path)
+	r, err := openTableObject(s, name, path)
 	if err != nil {
 		return err
 	}
@@ -225,7 +231,7 @@ func printSSTProps(w io.Writer, path string, p *sstProps) {
 func walCommand() *cli.Command {
 	return groupCommand("wal", "inspect write-ahead log segments", withUsageErrors(&cli.Command{
 		Name:      "dump",
-		Usage:     "print the records of the WAL segments of --dir, or of one segment FILE",
+		Usage:     "print the records of the WAL segments of --dir, or of one segment FILE (a path or s3:// URL)",
 		ArgsUsage: "[FILE]",
 		Description: "Each record is one committed batch: its offset in the segment, sequence number,\n" +
 			"entry count and commit time, then its entries (kind, key, expiry). Replay stops\n" +
@@ -233,7 +239,7 @@ func walCommand() *cli.Command {
 			"it as a torn tail. Segments below the manifest's minimum log number are already\n" +
 			"flushed and marked obsolete.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "dir", Aliases: []string{"d"}, Usage: "database `DIR`ectory: dump every segment in DIR/wal", TakesFile: true},
+			&cli.StringFlag{Name: "dir", Aliases: []string{"d"}, Usage: "database `DIR`ectory or s3:// URL: dump every segment in DIR/wal", TakesFile: true},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON object per segment, one per line"},
 			&cli.BoolFlag{Name: "values", Usage: "print each entry's value (otherwise only its length)"},
 		},
@@ -278,7 +284,7 @@ type walTarget struct {
 	obsolete bool
 }
 
-func runWALDump(_ context.Context, cmd *cli.Command) error {
+func runWALDump(ctx context.Context, cmd *cli.Command) error {
 	var targets []walTarget
 	switch n := cmd.Args().Len(); {
 	case n > 1:
@@ -287,25 +293,20 @@ func runWALDump(_ context.Context, cmd *cli.Command) error {
 		return usagef("dump: give --dir or FILE, not both")
 	case n == 1:
 		path := cmd.Args().First()
-		fi, err := os.Stat(path)
+		s, name, err := openObject(ctx, path)
 		if err != nil {
 			return err
 		}
-		if !fi.Mode().IsRegular() {
-			return fmt.Errorf("%s is not a regular file", path)
-		}
-		s, err := storage.NewLocal(filepath.Dir(path))
-		if err != nil {
-			return err
-		}
-		targets = append(targets, walTarget{store: s, name: filepath.Base(path), display: path})
+		defer s.Close()
+		targets = append(targets, walTarget{store: s, name: name, display: shownLocation(path)})
 	case !cmd.IsSet("dir"):
 		return usagef("dump: give --dir DIR or a segment FILE")
 	default:
-		s, err := openStore(cmd)
+		s, loc, err := openStore(ctx, cmd)
 		if err != nil {
 			return err
 		}
+		defer s.Close()
 		segs, err := walSegments(s)
 		if err != nil {
 			return err
@@ -317,7 +318,7 @@ func runWALDump(_ context.Context, cmd *cli.Command) error {
 				obsolete: st != nil && seg < st.MinLogNum})
 		}
 		if len(targets) == 0 && !cmd.Bool("json") {
-			fmt.Fprintf(cmd.Root().Writer, "no WAL segments in %s\n", filepath.Join(s.Dir(), "wal"))
+			fmt.Fprintf(cmd.Root().Writer, "no WAL segments in %s\n", path.Join(shownLocation(loc), "wal"))
 		}
 	}
 	w := bufio.NewWriter(cmd.Root().Writer)
@@ -538,14 +539,15 @@ func fileJSON(level int, f *manifest.FileMeta) manifestFile {
 	return j
 }
 
-func runManifestDump(_ context.Context, cmd *cli.Command) error {
+func runManifestDump(ctx context.Context, cmd *cli.Command) error {
 	if err := noArgs(cmd); err != nil {
 		return err
 	}
-	s, err := openStore(cmd)
+	s, loc, err := openStore(ctx, cmd)
 	if err != nil {
 		return err
 	}
+	defer s.Close()
 	st, version, skipped, err := manifest.Load(s)
 	if err != nil {
 		return err
@@ -554,7 +556,7 @@ func runManifestDump(_ context.Context, cmd *cli.Command) error {
 		return errors.New("no manifest: the database is empty or was never flushed (see wal dump)")
 	}
 	d := manifestDump{
-		Dir: s.Dir(), Version: version, NextFileNum: st.NextFileNum, LastSeq: st.LastSeq,
+		Dir: shownLocation(loc), Version: version, NextFileNum: st.NextFileNum, LastSeq: st.LastSeq,
 		ClockHWM: msTime(st.ClockHWM), ClockHWMMS: st.ClockHWM, MinLogNum: st.MinLogNum, WriterEpoch: st.WriterEpoch,
 	}
 	for _, e := range skipped {

@@ -11,10 +11,11 @@ type fileInfo struct {
 	size int64
 }
 
-// listFiles returns every regular file under dir, in lexical order. dir may
-// belong to an open database: a file its background work deletes between
-// the directory read and the size lookup (a WAL segment, an obsolete table)
-// is left out rather than failing the listing.
+// listFiles returns every regular file under the local directory dir (the
+// demo lists its own database), in lexical order. dir may belong to an open
+// database: a file its background work deletes between the directory read
+// and the size lookup (a WAL segment, an obsolete table) is left out rather
+// than failing the listing.
 func listFiles(dir string) ([]fileInfo, error) {
 	var out []fileInfo
 	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {

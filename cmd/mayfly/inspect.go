@@ -9,8 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -22,84 +21,19 @@ import (
 	"github.com/urfave/cli/v3"
 )
 
-// existingDir returns the --dir of cmd, which must be an existing directory.
-func existingDir(cmd *cli.Command) (string, error) {
-	dir := cmd.String("dir")
-	if dir == "" {
-		return "", usagef("%s: --dir must not be empty", cmd.Name)
-	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return "", fmt.Errorf("no database at %s: directory does not exist", dir)
-		}
-		return "", err
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("%s is not a directory", dir)
-	}
-	return dir, nil
-}
-
-// openStore returns the local storage of an existing database directory.
-// storage.NewLocal would create a missing directory, so existence is
-// checked first.
-func openStore(cmd *cli.Command) (*storage.Local, error) {
-	dir, err := existingDir(cmd)
-	if err != nil {
-		return nil, err
-	}
-	return storage.NewLocal(dir)
-}
-
-// fileObject is a storage.ObjectReader over a plain file, so that any file
-// (not only one inside a database directory) can be opened as a table.
-type fileObject struct {
-	*os.File
-	size int64
-}
-
-func (f fileObject) Size() int64 { return f.size }
-
-func openFileObject(path string) (fileObject, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return fileObject{}, err
-	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return fileObject{}, err
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return fileObject{}, fmt.Errorf("%s is not a regular file", path)
-	}
-	return fileObject{File: f, size: fi.Size()}, nil
-}
-
-// openTableFile opens the SSTable at path; name is used in errors.
-func openTableFile(path string) (*sstable.Reader, error) {
-	f, err := openFileObject(path)
-	if err != nil {
-		return nil, err
-	}
-	r, err := sstable.Open(f, sstable.ReaderOptions{Name: path})
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return r, nil
-}
-
 // openTable opens table num of a database through its storage.
 func openTable(s storage.Storage, num uint64) (*sstable.Reader, error) {
-	name := tableName(num)
+	return openTableObject(s, tableName(num), tableName(num))
+}
+
+// openTableObject opens the table stored as name in s; errors call it
+// display.
+func openTableObject(s storage.Storage, name, display string) (*sstable.Reader, error) {
 	f, err := s.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	r, err := sstable.Open(f, sstable.ReaderOptions{Name: name})
+	r, err := sstable.Open(f, sstable.ReaderOptions{Name: display})
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -113,7 +47,7 @@ func logName(num uint64) string   { return fmt.Sprintf("wal/%06d.wal", num) }
 
 // parseNum extracts NNNNNN from "dir/NNNNNN.ext" (or a bare "NNNNNN.ext").
 func parseNum(name, ext string) (uint64, bool) {
-	s, found := strings.CutSuffix(filepath.Base(name), ext)
+	s, found := strings.CutSuffix(path.Base(name), ext)
 	if !found {
 		return 0, false
 	}

@@ -30,7 +30,7 @@ func putCommand() *cli.Command {
 	})
 }
 
-func runPut(_ context.Context, cmd *cli.Command) (err error) {
+func runPut(ctx context.Context, cmd *cli.Command) (err error) {
 	n := cmd.Args().Len()
 	if n < 1 || n > 2 {
 		return usagef("put: want KEY [VALUE], got %d arguments", n)
@@ -65,7 +65,7 @@ func runPut(_ context.Context, cmd *cli.Command) (err error) {
 			return fmt.Errorf("put: read value from stdin: %w", err)
 		}
 	}
-	db, err := openDB(cmd, false, true)
+	db, err := openDB(ctx, cmd, false, true)
 	if err != nil {
 		return err
 	}
@@ -89,12 +89,12 @@ func getCommand() *cli.Command {
 			dirFlag(),
 			&cli.BoolFlag{Name: "raw", Usage: "print the value's bytes exactly, without a trailing newline"},
 		},
-		Action: func(_ context.Context, cmd *cli.Command) (err error) {
+		Action: func(ctx context.Context, cmd *cli.Command) (err error) {
 			key, err := oneKey(cmd)
 			if err != nil {
 				return err
 			}
-			db, err := openDB(cmd, true, false)
+			db, err := openDB(ctx, cmd, true, false)
 			if err != nil {
 				return err
 			}
@@ -121,12 +121,12 @@ func ttlCommand() *cli.Command {
 			dirFlag(),
 			&cli.BoolFlag{Name: "ms", Usage: "print the time left as a whole number of milliseconds"},
 		},
-		Action: func(_ context.Context, cmd *cli.Command) (err error) {
+		Action: func(ctx context.Context, cmd *cli.Command) (err error) {
 			key, err := oneKey(cmd)
 			if err != nil {
 				return err
 			}
-			db, err := openDB(cmd, true, false)
+			db, err := openDB(ctx, cmd, true, false)
 			if err != nil {
 				return err
 			}
@@ -156,12 +156,12 @@ func deleteCommand() *cli.Command {
 		Usage:     "delete KEY (deleting a missing key is not an error); durable when it returns",
 		ArgsUsage: "KEY",
 		Flags:     []cli.Flag{dirFlag()},
-		Action: func(_ context.Context, cmd *cli.Command) (err error) {
+		Action: func(ctx context.Context, cmd *cli.Command) (err error) {
 			key, err := oneKey(cmd)
 			if err != nil {
 				return err
 			}
-			db, err := openDB(cmd, false, false)
+			db, err := openDB(ctx, cmd, false, false)
 			if err != nil {
 				return err
 			}
@@ -203,7 +203,7 @@ type scanRecord struct {
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
-func runScan(_ context.Context, cmd *cli.Command) (err error) {
+func runScan(ctx context.Context, cmd *cli.Command) (err error) {
 	if cmd.Args().Present() {
 		return usagef("scan: unexpected arguments %q", cmd.Args().Slice())
 	}
@@ -215,7 +215,7 @@ func runScan(_ context.Context, cmd *cli.Command) (err error) {
 		return usagef("scan: --json and --count are mutually exclusive")
 	}
 	lower, upper := scanBounds(cmd)
-	db, err := openDB(cmd, true, false)
+	db, err := openDB(ctx, cmd, true, false)
 	if err != nil {
 		return err
 	}

@@ -16,9 +16,15 @@
 //	mayfly manifest dump --dir DIR [--json]
 //	mayfly repair [--json] DIR
 //
-// Results go to stdout, diagnostics to stderr. Exit status: 0 on success, 1
-// when the operation failed (including a missing key for get and ttl), 2 for
-// a usage error.
+// DIR is a local directory or an s3://bucket/prefix?endpoint=... URL (demo
+// and bench: local only); FILE is a local path or the s3:// URL of one
+// object.
+//
+// Results go to stdout, diagnostics to stderr, one line per error. Exit
+// status: 0 on success, 1 when the operation failed (including a missing key
+// for get and ttl, and corruption found by check), 2 when the command did
+// not run: a usage error, or the database is in use by another process
+// (check also exits 2 when it cannot read the database).
 package main
 
 import (
@@ -27,6 +33,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v3"
 )
@@ -34,8 +41,8 @@ import (
 // Exit codes.
 const (
 	exitOK    = 0
-	exitError = 1
-	exitUsage = 2
+	exitError = 1 // the operation ran and failed
+	exitUsage = 2 // the command did not run: bad arguments, database in use
 )
 
 // usageError marks an error in how the command was invoked.
@@ -45,6 +52,50 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// statusError is an error that ends the tool with its own exit status.
+type statusError struct {
+	code int
+	err  error
+}
+
+func (e *statusError) Error() string { return e.err.Error() }
+func (e *statusError) Unwrap() error { return e.err }
+
+// ExitCode implements cli.ExitCoder.
+func (e *statusError) ExitCode() int { return e.code }
+
+// progPrefix starts every line the tool prints to stderr; the engine's own
+// errors start with the same words.
+const progPrefix = "mayfly: "
+
+// errText is err's message with the "mayfly: " that starts each wrapped
+// engine error removed, so that layers of wrapping do not repeat it: a
+// "mayfly: " is dropped where it begins the message, a line, or follows a
+// ": " separator, and never inside a quoted string (a key).
+func errText(err error) string {
+	msg := err.Error()
+	var b strings.Builder
+	quoted := false
+	for i := 0; i < len(msg); {
+		atBoundary := i == 0 || msg[i-1] == '\n' || strings.HasSuffix(msg[:i], ": ")
+		if !quoted && atBoundary && strings.HasPrefix(msg[i:], progPrefix) {
+			i += len(progPrefix)
+			continue
+		}
+		switch c := msg[i]; {
+		case c == '\\' && quoted && i+1 < len(msg):
+			b.WriteString(msg[i : i+2])
+			i += 2
+			continue
+		case c == '"':
+			quoted = !quoted
+		}
+		b.WriteByte(msg[i])
+		i++
+	}
+	return b.String()
 }
 
 func main() {
@@ -59,7 +110,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "mayfly: %v\n", err)
+	// Joined errors (one per line) are printed on one line too. A message
+	// that starts with a package's prefix ("mayfly/s3: ") names the tool
+	// already.
+	msg := strings.ReplaceAll(errText(err), "\n", "; ")
+	if !strings.HasPrefix(msg, "mayfly/") {
+		msg = progPrefix + msg
+	}
+	fmt.Fprintln(stderr, msg)
 	var ue *usageError
 	if errors.As(err, &ue) {
 		return exitUsage
@@ -73,8 +131,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func newApp(stdout, stderr io.Writer) *cli.Command {
 	return &cli.Command{
-		Name:      "mayfly",
-		Usage:     "inspect and exercise a Mayfly database (an LSM key-value store with per-row TTL)",
+		Name:  "mayfly",
+		Usage: "inspect and exercise a Mayfly database (an LSM key-value store with per-row TTL)",
+		Description: "DIR is a local directory or s3://bucket/prefix?endpoint=URL&region=R&path_style=true\n" +
+			"(credentials from the AWS environment). Exit status: 0 success; 1 the operation\n" +
+			"failed (check: corruption found); 2 the command did not run: a usage error, the\n" +
+			"database in use by another process (check: also no database, or unreadable).",
 		Writer:    stdout,
 		ErrWriter: stderr,
 		// Errors are reported once, by run; never exit from inside the library.

@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -308,6 +310,8 @@ func TestUsageErrors(t *testing.T) {
 		{2, "expire-at", []string{"put", "--dir", dir, "--expire-at", "tomorrow", "k", "v"}},
 		{2, "1ms", []string{"put", "--dir", dir, "--ttl", "1us", "k", "v"}},
 		{2, "at least 4", []string{"demo", "--sessions", "3"}},
+		{2, "local directory", []string{"demo", "--dir", "s3://bucket/demo"}},
+		{2, "local directory", []string{"bench", "--dir", "s3://bucket/bench"}},
 		{1, "does not exist", []string{"get", "--dir", filepath.Join(dir, "missing"), "k"}},
 		{1, "does not exist", []string{"stats", "--dir", filepath.Join(dir, "missing")}},
 		{2, "--now", []string{"stats", "--dir", dir, "--now", "yesterday"}},
@@ -319,7 +323,7 @@ func TestUsageErrors(t *testing.T) {
 		{2, "--start", []string{"compact", "--dir", dir, "--start", "b", "--end", "a"}},
 		{2, "at least 10", []string{"bench", "--keys", "3"}},
 		{2, "between 1 and 7", []string{"demo", "--until", "9"}},
-		{1, "does not exist", []string{"check", "--dir", filepath.Join(dir, "missing")}},
+		{2, "does not exist", []string{"check", "--dir", filepath.Join(dir, "missing")}},
 		{1, "does not exist", []string{"manifest", "dump", "--dir", filepath.Join(dir, "missing")}},
 		{1, "no such file", []string{"sst", "dump", filepath.Join(dir, "missing.sst")}},
 	} {
@@ -782,5 +786,83 @@ func TestDemoUntil(t *testing.T) {
 	h := statsJSONOut(t, "--dir", dir, "--now", demoStart.Add(31*time.Minute).Format(time.RFC3339)).Expiry
 	if h.Buckets[bucketExpired].Rows != 400/2+400/4+40 || h.Buckets[bucketNever].Rows != 100 {
 		t.Errorf("demo --until 5 expiry: %+v", h.Buckets)
+	}
+}
+
+// prefixToken matches the prefixes Mayfly's packages start their errors
+// with: "mayfly: ", "mayfly/storage: ", "mayfly/s3: ", ...
+var prefixToken = regexp.MustCompile(`mayfly(/[a-z0-9]+)?: `)
+
+// TestErrorsSayPrefixOnce makes commands fail in several ways and checks
+// that each prints one line that names no package prefix twice.
+func TestErrorsSayPrefixOnce(t *testing.T) {
+	td := buildTestDB(t)
+	badManifest := copyDB(t, td.dir)
+	ents, err := os.ReadDir(filepath.Join(badManifest, "manifest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		damageFile(t, filepath.Join(badManifest, "manifest", e.Name()), -1)
+	}
+	newestBad := copyDB(t, td.dir)
+	damageFile(t, filepath.Join(newestBad, "manifest", ents[len(ents)-1].Name()), -1)
+	noTable := copyDB(t, td.dir)
+	if err := os.Remove(tablePaths(t, noTable)[0]); err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(t.TempDir(), "short.sst")
+	if err := os.WriteFile(short, []byte("not a table"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	locked := filepath.Join(t.TempDir(), "db")
+	w, err := mayfly.Open(locked, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+
+	for _, args := range [][]string{
+		{"delete", "--dir", locked, "k"},
+		{"get", "--dir", newestBad, "k"},
+		{"scan", "--dir", badManifest},
+		{"manifest", "dump", "--dir", badManifest},
+		{"get", "--dir", noTable, "key:00001"},
+		{"sst", "dump", short},
+		{"get", "--dir", "s3://", "k"},
+		{"check", "--dir", unreachableS3},
+	} {
+		r := runCLI(t, "", fakeCredentials, args...)
+		if r.code == 0 {
+			t.Errorf("mayfly %q succeeded", args)
+			continue
+		}
+		oneLine(t, args, r.stderr)
+		seen := map[string]bool{}
+		for _, tok := range prefixToken.FindAllString(r.stderr, -1) {
+			if seen[tok] {
+				t.Errorf("mayfly %q: %q says %q more than once", args, r.stderr, tok)
+				break
+			}
+			seen[tok] = true
+		}
+	}
+}
+
+func TestErrText(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{errors.New("plain"), "plain"},
+		{fmt.Errorf("mayfly: open x: %w", errors.New("mayfly: corruption in y")), "open x: corruption in y"},
+		{fmt.Errorf("%q: %w", "mayfly: key", errors.New("mayfly: not found")), `"mayfly: key": not found`},
+		{fmt.Errorf("get %q: %w", `a\"b: mayfly: c`, mayfly.ErrClosed), `get "a\\\"b: mayfly: c": closed`},
+		{errors.Join(errors.New("mayfly: first"), errors.New("mayfly: second")), "first\nsecond"},
+		{errors.New("mayfly/storage: kept"), "mayfly/storage: kept"},
+	} {
+		if got := errText(c.err); got != c.want {
+			t.Errorf("errText(%q) = %q, want %q", c.err, got, c.want)
+		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/mayflydb/mayfly"
 	"github.com/mayflydb/mayfly/manifest"
-	"github.com/mayflydb/mayfly/storage"
 	"github.com/urfave/cli/v3"
 )
 
@@ -31,7 +30,7 @@ func statsCommand() *cli.Command {
 			&cli.StringFlag{Name: "now", Usage: "judge expiry at this RFC 3339 `TIME` instead of the engine clock (e.g. 2030-01-02T15:04:05Z)"},
 			&cli.StringFlag{Name: "plot", Usage: "also draw the expiry histogram as a bar chart into `FILE` (.png or .svg)", TakesFile: true},
 		},
-		Action: func(_ context.Context, cmd *cli.Command) (err error) {
+		Action: func(ctx context.Context, cmd *cli.Command) (err error) {
 			if cmd.Args().Present() {
 				return usagef("stats: unexpected arguments %q", cmd.Args().Slice())
 			}
@@ -50,7 +49,7 @@ func statsCommand() *cli.Command {
 					return err
 				}
 			}
-			db, err := openDB(cmd, true, false)
+			db, err := openDB(ctx, cmd, true, false)
 			if err != nil {
 				return err
 			}
@@ -63,18 +62,18 @@ func statsCommand() *cli.Command {
 						return err
 					}
 				}
-				if hist, err = storedExpiry(cmd.String("dir"), now); err != nil {
+				if hist, err = storedExpiry(ctx, cmd, now); err != nil {
 					return err
 				}
 				if plotPath != "" {
-					if err := plotExpiry(hist, cmd.String("dir"), plotPath); err != nil {
+					if err := plotExpiry(hist, shownLocation(cmd.String("dir")), plotPath); err != nil {
 						return fmt.Errorf("stats: --plot: %w", err)
 					}
 				}
 			}
 			w := cmd.Root().Writer
 			if cmd.Bool("json") {
-				s := statsJSON(cmd.String("dir"), &m)
+				s := statsJSON(shownLocation(cmd.String("dir")), &m)
 				s.Expiry = hist
 				return writeJSON(w, s)
 			}
@@ -101,10 +100,9 @@ func engineNow(db *mayfly.DB) (time.Time, error) {
 }
 
 // storedExpiry computes the expiry histogram of the tables the newest
-// manifest lists. The caller holds the database open, read-only, so the
-// manifest cannot change meanwhile.
-func storedExpiry(dir string, now time.Time) (*expiryHistogram, error) {
-	s, err := storage.NewLocal(dir)
+// manifest of the database at --dir lists.
+func storedExpiry(ctx context.Context, cmd *cli.Command, now time.Time) (*expiryHistogram, error) {
+	s, _, err := openStore(ctx, cmd)
 	if err != nil {
 		return nil, err
 	}
