@@ -36,10 +36,15 @@ func openLocation(ctx context.Context, location string, readOnly bool) (storage.
 	return storage.NewLocal(location)
 }
 
-// OpenStorage opens the storage at location exactly as Open does: a local
-// directory (created if it does not exist) or an s3:// URL (nothing is
-// written). It takes no lock; the caller closes it. Tools that read a
-// database's files without opening the database use it.
+// OpenStorage opens the storage at location for reading, as a read-only
+// Open does: a local directory, which must exist, or an s3:// URL. It
+// creates nothing, takes no lock, and refuses every write with
+// storage.ErrReadOnly; the caller closes it. Tools that read a database's
+// files without opening the database use it.
 func OpenStorage(ctx context.Context, location string) (storage.Storage, error) {
-	return openLocation(ctx, location)
+	s, err := openLocation(ctx, location, true)
+	if err != nil {
+		return nil, err
+	}
+	return storage.ReadOnly(s), nil
 }

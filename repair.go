@@ -124,7 +124,7 @@ func Repair(location string, opts *Options) (*RepairReport, error) {
 	}
 	store := o.Storage
 	if store == nil {
-		if store, err = openLocation(context.Background(), location); err != nil {
+		if store, err = openLocation(context.Background(), location, false); err != nil {
 			return nil, err
 		}
 		defer store.Close()

@@ -81,7 +81,7 @@ func openStore(ctx context.Context, cmd *cli.Command) (storage.Storage, string, 
 		return nil, "", err
 	}
 	if !isS3(loc) {
-		// storage.NewLocal creates a missing directory: look first.
+		// Say "no database" for a missing directory or a file.
 		fi, err := os.Stat(loc)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, "", fmt.Errorf("no database at %s: directory does not exist", loc)
@@ -178,7 +178,7 @@ func openObject(ctx context.Context, arg string) (s storage.Storage, name string
 	if !fi.Mode().IsRegular() {
 		return nil, "", fmt.Errorf("%s is not a regular file", arg)
 	}
-	s, err = storage.NewLocal(filepath.Dir(arg))
+	s, err = storage.OpenLocalReadOnly(filepath.Dir(arg))
 	return s, filepath.Base(arg), err
 }
 
