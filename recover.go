@@ -90,6 +90,9 @@ func (db *DB) recover() error {
 	if err != nil {
 		return err
 	}
+	if err := checkFirstLogSegment(st, num, segs); err != nil {
+		return err
+	}
 	db.epoch = st.WriterEpoch
 	if !db.opts.ReadOnly {
 		if segs, err = db.takeOver(st.MinLogNum); err != nil {
@@ -260,6 +263,23 @@ func (db *DB) checkNoManifestNeeded() error {
 		}
 	}
 	return nil
+}
+
+// checkFirstLogSegment refuses a manifest version whose first unflushed
+// WAL segment (MinLogNum) is gone while later segments exist. A writer
+// names MinLogNum only after creating that segment or before creating any
+// later one, and removes a segment only once a manifest version places it
+// below MinLogNum; so the state means that a newer manifest version, which
+// flushed and collected the segment, was lost (or that the segment itself
+// was), and a manifest this old would forget tables and delete them as
+// orphans.
+func checkFirstLogSegment(st *manifest.State, version uint64, segs []uint64) error {
+	if st.MinLogNum == 0 || len(segs) == 0 || segs[0] == st.MinLogNum {
+		return nil
+	}
+	return format.Corruptf(manifest.Dir, 0,
+		"version %d says unflushed writes start in WAL segment %s, which is missing while the later segment %s exists "+
+			"(a newer manifest version or that segment was lost); %s", version, logName(st.MinLogNum), logName(segs[0]), repairHint)
 }
 
 // scanFileNumbers raises nextFileNum and manifestNum past every file

@@ -34,8 +34,6 @@ var runPending = flag.Bool("corruption.pending", false,
 var knownPending = []struct{ subtest, class, reason string }{
 	{"wal/xor01/records_before_the_last", "", walMidSegment},
 	{"wal/xorff/records_before_the_last", "", walMidSegment},
-	{"manifest/remove", "", "the newest manifest version missing: Open falls back to the older version, " +
-		"which lists no table, and the writable open deletes the table as an orphan (the repair branch's lost-manifest check may not cover it)"},
 	{"wal_older/truncate_at_record_boundaries", "", "an older WAL segment cut at a record boundary " +
 		"ends cleanly: nothing records where a segment that is no longer written to ends; no branch fixes this yet"},
 	{"wal/xor01/header", failedOpenChanged, failedOpenClaims},
@@ -209,11 +207,14 @@ func buildFixture() (*fixture, error) {
 		}
 		states = append(states, maps.Clone(cur))
 	}
-	clk.Advance(time.Hour) // the "soon" deadlines pass
-	f := &fixture{now: clk.Now(), states: states, keys: slices.Sorted(maps.Keys(keys))}
+	// Close before the "soon" deadlines pass: with the clock moved first,
+	// a background flush of the memtable due for rotation by the age of
+	// its TTL rows could race Close and change the fixture's files.
 	if err := db.Close(); err != nil {
 		return nil, err
 	}
+	clk.Advance(time.Hour)
+	f := &fixture{now: clk.Now(), states: states, keys: slices.Sorted(maps.Keys(keys))}
 	if f.files, err = dumpStorage(mem); err != nil {
 		return nil, err
 	}
@@ -906,9 +907,15 @@ func TestExhaustiveCorruption(t *testing.T) {
 			if k.removed == nil {
 				return
 			}
+			// A removed manifest version is refused naming the manifest
+			// directory: the file itself is gone.
+			names := ""
+			if k.name == "manifest" {
+				names = "manifest"
+			}
 			t.Run("remove", func(t *testing.T) {
 				t.Parallel()
-				k.fx.runAll(t, k.file, []xcase{{file: k.file, at: -1, removal: true, allowed: k.removed,
+				k.fx.runAll(t, k.file, []xcase{{file: k.file, at: -1, removal: true, allowed: k.removed, names: names,
 					damage: func(fs map[string][]byte) { delete(fs, k.file) }}})
 			})
 			if k.name != "manifest" {
