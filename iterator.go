@@ -402,8 +402,9 @@ func (it *Iterator) All() iter.Seq2[[]byte, []byte] {
 	}
 }
 
-// Scan returns a sequence over the live keys in [lower, upper) (nil bounds
-// are open) as of now. The iterator behind it is closed when the loop ends;
+// Scan returns a sequence over the live keys in [lower, upper) (nil or
+// empty bounds are open; inverted ones are an error, see IterOptions) as of
+// now. The iterator behind it is closed when the loop ends;
 // an error ends the sequence early and is reported through errp if errp is
 // not nil.
 func (db *DB) Scan(lower, upper []byte, errp *error) iter.Seq2[[]byte, []byte] {
