@@ -268,9 +268,9 @@ func (db *DB) releaseVersion() {
 // Close syncs the WAL, stops background work (cancelling running
 // compactions, which leave the database as it was) and releases every
 // resource. Unflushed writes stay in the WAL and are recovered by the next
-// Open. Snapshots return ErrClosed afterwards; an iterator still open keeps
-// reading the data it pinned until it is closed, so close iterators first.
-// Close returns ErrClosed if called twice.
+// Open. Snapshots return ErrClosed afterwards; so does an iterator still
+// open, whose every move returns false, and whose Close releases what it
+// pinned. Close returns ErrClosed if called twice.
 func (db *DB) Close() error {
 	db.mu.Lock()
 	if db.closed {

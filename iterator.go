@@ -2,17 +2,27 @@ package mayfly
 
 import (
 	"bytes"
+	"fmt"
 	"iter"
 
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/internal/merge"
 )
 
-// IterOptions bound an iterator. Nil bounds are open.
+// IterOptions bound an iterator to the keys in [LowerBound, UpperBound).
+//
+// A bound of length zero, nil or not, is no bound: Mayfly stores no empty
+// key (ErrEmptyKey), so an empty slice names no key to stop at, and a
+// []byte("") built from an empty string reads as open rather than as an
+// empty range. Bounds with LowerBound above UpperBound are refused: NewIter
+// returns an error wrapping ErrInvalidOptions. Equal bounds are an empty
+// range. NewIter copies both bounds; the caller may reuse them.
 type IterOptions struct {
-	// LowerBound is the smallest key the iterator returns (inclusive).
+	// LowerBound is the smallest key the iterator returns (inclusive);
+	// empty or nil: no lower bound.
 	LowerBound []byte
-	// UpperBound is the key the iterator stops before (exclusive).
+	// UpperBound is the key the iterator stops before (exclusive); empty
+	// or nil: no upper bound.
 	UpperBound []byte
 }
 
@@ -20,7 +30,21 @@ type IterOptions struct {
 // either direction. It reads a consistent view fixed when it was created
 // (sequence number and clock time): later writes and later expiries do not
 // change what it returns. An Iterator is not safe for concurrent use. Close
-// it when done: it pins the files it reads.
+// it when done: it pins the files, memtables and cached blocks it reads.
+//
+// Lifetime of keys and values: the slices Key and Value return are valid
+// until the next positioning call (First, Last, SeekGE, SeekLT, Next, Prev)
+// or Close of the iterator, and never after DB.Close; copy what you keep.
+// They may alias memory that Mayfly manages by hand (memtable arenas,
+// cached blocks, outside the Go heap) and reuses or unmaps once released.
+// Key and Value return nil whenever the iterator is not at a key: before
+// the first positioning, after a move that returned false, after an error,
+// after Close and after DB.Close.
+//
+// After DB.Close every positioning call returns false and Error returns an
+// error wrapping ErrClosed; the iterator touches none of its memory any
+// more. What it pinned stays allocated until its Close, which releases it
+// as usual (and returns that error).
 type Iterator struct {
 	db    *DB
 	rs    *readState
@@ -32,9 +56,10 @@ type Iterator struct {
 
 	valid    bool
 	forward  bool
-	key      []byte
-	value    []byte // aliases iterator memory when moving forward
+	key      []byte // a copy; kept while not valid, as Next and Prev resume from it
+	value    []byte // aliases iterator memory when moving forward; nil unless valid
 	valueBuf []byte
+	seekBuf  []byte // the key of the running seek (see seekKey)
 	err      error
 	closed   bool
 	// rowsRead counts rows returned but not yet added to the database's
@@ -64,16 +89,41 @@ func (it *Iterator) flushRowsRead() {
 }
 
 // NewIter returns an iterator over the database as of now. opts may be nil.
-// The iterator is unpositioned: call First, Last, SeekGE or SeekLT.
+// The iterator is unpositioned: call First, Last, SeekGE or SeekLT. Inverted
+// bounds return an error wrapping ErrInvalidOptions (see IterOptions).
 func (db *DB) NewIter(opts *IterOptions) (*Iterator, error) {
 	return db.newIter(opts, latestSeq, db.clock.NowMillis())
+}
+
+// iterBounds returns copies of the bounds of opts, nil for an absent or
+// empty bound, or an error if the lower bound is above the upper one.
+func iterBounds(opts *IterOptions) (lower, upper []byte, err error) {
+	if opts == nil {
+		return nil, nil, nil
+	}
+	lower, upper = boundOf(opts.LowerBound), boundOf(opts.UpperBound)
+	if lower != nil && upper != nil && bytes.Compare(lower, upper) > 0 {
+		return nil, nil, fmt.Errorf("%w: iterator LowerBound %q is above UpperBound %q", ErrInvalidOptions, lower, upper)
+	}
+	return lower, upper, nil
+}
+
+// boundOf returns a copy of bound b, or nil if b is empty (no bound).
+func boundOf(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return append([]byte{}, b...)
 }
 
 // newIter returns an iterator at snapshot sequence seq, or at the latest
 // committed state when seq is latestSeq.
 func (db *DB) newIter(opts *IterOptions, seq uint64, now int64) (*Iterator, error) {
+	lower, upper, err := iterBounds(opts)
+	if err != nil {
+		return nil, err
+	}
 	var rs *readState
-	var err error
 	if seq == latestSeq {
 		rs, seq, err = db.loadReadStateSeq()
 	} else {
@@ -82,11 +132,7 @@ func (db *DB) newIter(opts *IterOptions, seq uint64, now int64) (*Iterator, erro
 	if err != nil {
 		return nil, err
 	}
-	it := &Iterator{db: db, rs: rs, seq: seq, now: now}
-	if opts != nil {
-		it.lower = cloneBytes(opts.LowerBound)
-		it.upper = cloneBytes(opts.UpperBound)
-	}
+	it := &Iterator{db: db, rs: rs, seq: seq, now: now, lower: lower, upper: upper}
 	// Memtables and level-0 tables overlap, so each is its own child of the
 	// merge; each sorted level is one child that opens a table at a time.
 	// Tables wholly outside the bounds are left out.
@@ -109,11 +155,36 @@ func (db *DB) newIter(opts *IterOptions, seq uint64, now int64) (*Iterator, erro
 	return it, nil
 }
 
-func cloneBytes(b []byte) []byte {
-	if b == nil {
-		return nil
+// errDBClosed is the error of an iterator used after DB.Close.
+var errDBClosed = fmt.Errorf("mayfly: iterator used after DB.Close: %w", ErrClosed)
+
+// dbClosed reports whether the iterator's DB was closed: Close retires the
+// published read state (publishReadState stores nil), so this is one
+// atomic load. The iterator's own read state stays referenced until Close.
+func (it *Iterator) dbClosed() bool { return it.db.readState.Load() == nil }
+
+// begin starts a positioning call: it leaves the iterator at no key and
+// reports whether it may move, recording ErrClosed if the DB was closed.
+func (it *Iterator) begin() bool {
+	it.valid, it.value = false, nil
+	if it.closed {
+		return false
 	}
-	return append([]byte{}, b...)
+	if it.dbClosed() {
+		if it.err == nil {
+			it.err = errDBClosed
+		}
+		return false
+	}
+	return true
+}
+
+// seekKey returns key in a buffer of the iterator's own: key may be a slice
+// Key or Value returned, aliasing a block that the seek itself releases
+// (the children of the merge seek one after another with the same key).
+func (it *Iterator) seekKey(key []byte) []byte {
+	it.seekBuf = append(it.seekBuf[:0], key...)
+	return it.seekBuf
 }
 
 // First moves to the first key >= LowerBound.
@@ -121,7 +192,7 @@ func (it *Iterator) First() bool {
 	if it.lower != nil {
 		return it.SeekGE(it.lower)
 	}
-	if it.closed {
+	if !it.begin() {
 		return false
 	}
 	it.m.First()
@@ -133,40 +204,42 @@ func (it *Iterator) Last() bool {
 	if it.upper != nil {
 		return it.SeekLT(it.upper)
 	}
-	if it.closed {
+	if !it.begin() {
 		return false
 	}
 	it.m.Last()
 	return it.findPrev()
 }
 
-// SeekGE moves to the first key >= key (and >= LowerBound).
+// SeekGE moves to the first key >= key (and >= LowerBound). key may be a
+// slice the iterator returned.
 func (it *Iterator) SeekGE(key []byte) bool {
-	if it.closed {
+	if !it.begin() {
 		return false
 	}
 	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
 		key = it.lower
 	}
-	it.m.SeekGE(key)
+	it.m.SeekGE(it.seekKey(key))
 	return it.findNext(false)
 }
 
-// SeekLT moves to the last key < key (and < UpperBound).
+// SeekLT moves to the last key < key (and < UpperBound). key may be a
+// slice the iterator returned.
 func (it *Iterator) SeekLT(key []byte) bool {
-	if it.closed {
+	if !it.begin() {
 		return false
 	}
 	if it.upper != nil && bytes.Compare(key, it.upper) > 0 {
 		key = it.upper
 	}
-	it.m.SeekLT(key)
+	it.m.SeekLT(it.seekKey(key))
 	return it.findPrev()
 }
 
 // Next moves to the following key.
 func (it *Iterator) Next() bool {
-	if !it.valid {
+	if !it.valid || !it.begin() {
 		return false
 	}
 	if it.forward {
@@ -180,7 +253,7 @@ func (it *Iterator) Next() bool {
 
 // Prev moves to the preceding key.
 func (it *Iterator) Prev() bool {
-	if !it.valid {
+	if !it.valid || !it.begin() {
 		return false
 	}
 	if it.forward {
@@ -264,31 +337,54 @@ func (it *Iterator) findPrev() bool {
 	return have
 }
 
-// Valid reports whether the iterator is at a key.
-func (it *Iterator) Valid() bool { return it.valid }
+// Valid reports whether the iterator is at a key. It is false after
+// DB.Close.
+func (it *Iterator) Valid() bool { return it.valid && !it.dbClosed() }
 
-// Key returns the current key. It is valid until the next move.
-func (it *Iterator) Key() []byte { return it.key }
+// Key returns the current key, or nil if the iterator is not at a key (see
+// Valid). It is valid until the next move or Close, and never after
+// DB.Close.
+func (it *Iterator) Key() []byte {
+	if !it.Valid() {
+		return nil
+	}
+	return it.key
+}
 
-// Value returns the current value. It is valid until the next move.
-func (it *Iterator) Value() []byte { return it.value }
+// Value returns the current value, or nil if the iterator is not at a key
+// (see Valid). It is valid until the next move or Close, and never after
+// DB.Close.
+func (it *Iterator) Value() []byte {
+	if !it.Valid() {
+		return nil
+	}
+	return it.value
+}
 
-// Error returns the first error the iterator met.
-func (it *Iterator) Error() error { return it.err }
+// Error returns the first error the iterator met, or an error wrapping
+// ErrClosed once its DB is closed.
+func (it *Iterator) Error() error {
+	if it.err == nil && !it.closed && it.dbClosed() {
+		return errDBClosed
+	}
+	return it.err
+}
 
-// Close releases the iterator. It returns the iterator's error, if any.
+// Close releases what the iterator pinned, also after DB.Close. It returns
+// the iterator's error (Error), if any; closing twice returns ErrClosed.
 func (it *Iterator) Close() error {
 	if it.closed {
 		return ErrClosed
 	}
+	ierr := it.Error()
 	it.closed = true
 	it.valid = false
 	it.key, it.value = nil, nil // may alias memtable arenas freed by the release below
 	it.flushRowsRead()
 	err := it.m.Close()
 	it.rs.release()
-	if it.err != nil {
-		return it.err
+	if ierr != nil {
+		return ierr
 	}
 	return err
 }
@@ -306,8 +402,9 @@ func (it *Iterator) All() iter.Seq2[[]byte, []byte] {
 	}
 }
 
-// Scan returns a sequence over the live keys in [lower, upper) (nil bounds
-// are open) as of now. The iterator behind it is closed when the loop ends;
+// Scan returns a sequence over the live keys in [lower, upper) (nil or
+// empty bounds are open; inverted ones are an error, see IterOptions) as of
+// now. The iterator behind it is closed when the loop ends;
 // an error ends the sequence early and is reported through errp if errp is
 // not nil.
 func (db *DB) Scan(lower, upper []byte, errp *error) iter.Seq2[[]byte, []byte] {

@@ -127,19 +127,23 @@ func TestMemtableArenasFreedAfterFlushesAndClose(t *testing.T) {
 	}
 
 	// Unflushed rows with an iterator left open past Close: the iterator
-	// keeps its memtable, the DB's close releases the rest.
+	// keeps its memtable (it reads nothing more: ErrClosed) until its own
+	// Close, the DB's close releases the rest.
 	put(3)
 	it3, err := db.NewIter(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkScan(t, it3, 0, n, 3)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if arenaBytes() == base {
 		t.Fatal("Close freed the arena of an open iterator")
 	}
-	checkScan(t, it3, 0, n, 3)
+	if it3.First() || !errors.Is(it3.Error(), ErrClosed) {
+		t.Fatalf("iterator after DB.Close: First moved or error %v, want ErrClosed", it3.Error())
+	}
 	it3.Close()
 	snap.Close()
 	if got := arenaBytes(); got != base {

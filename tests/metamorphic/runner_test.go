@@ -271,6 +271,13 @@ func (r *runner) step(o op) (string, error) {
 		return checkTTL(rem, exp, err, wrem, wexp, ok)
 
 	case opScan:
+		if inverted(o) {
+			var err error
+			for k := range r.db.Scan(o.lower.bytes(), o.hi.bytes(), &err) {
+				return "", fmt.Errorf("Scan with inverted bounds returned %q", k)
+			}
+			return checkInverted(err)
+		}
 		want := r.m.scan(o.lower, o.hi, now)
 		var got []kv
 		if !o.reverse {
@@ -305,6 +312,20 @@ func (r *runner) step(o op) (string, error) {
 			ls := r.snaps[o.snap]
 			it, err = ls.s.NewIter(opts)
 			kvs = ls.m.scan(o.lower, o.hi, ls.now)
+		}
+		if inverted(o) {
+			// Refused; the slot gets an iterator over an empty range, so
+			// that the moves generated for it still run.
+			if _, err := checkInverted(err); err != nil {
+				return "", err
+			}
+			empty := &mayfly.IterOptions{LowerBound: opts.LowerBound, UpperBound: opts.LowerBound}
+			if o.kind == opIterOpen {
+				it, err = r.db.NewIter(empty)
+			} else {
+				it, err = r.snaps[o.snap].s.NewIter(empty)
+			}
+			kvs = nil
 		}
 		if err != nil {
 			return "", fmt.Errorf("NewIter: %w", err)
@@ -349,6 +370,9 @@ func (r *runner) step(o op) (string, error) {
 	case opSnapScan:
 		ls := r.snaps[o.slot]
 		it, err := ls.s.NewIter(&mayfly.IterOptions{LowerBound: o.lower.bytes(), UpperBound: o.hi.bytes()})
+		if inverted(o) {
+			return checkInverted(err)
+		}
 		if err != nil {
 			return "", fmt.Errorf("Snapshot.NewIter: %w", err)
 		}
@@ -380,11 +404,8 @@ func (r *runner) step(o op) (string, error) {
 		c, cancel := ctx()
 		defer cancel()
 		err := r.db.Compact(c, o.lower.bytes(), o.hi.bytes())
-		if o.lower.set && o.hi.set && o.lower.key > o.hi.key {
-			if !errors.Is(err, mayfly.ErrInvalidOptions) {
-				return "", fmt.Errorf("inverted range: got %v, want ErrInvalidOptions", err)
-			}
-			return "ErrInvalidOptions", nil
+		if inverted(o) {
+			return checkInverted(err)
 		}
 		if err != nil {
 			return "", hang("Compact", err)
@@ -809,4 +830,18 @@ func expString(exp bool, at, now int64) string {
 // histories readable.
 func fmtTime(ms int64) string {
 	return fmt.Sprintf("T%+dms", ms-epoch.UnixMilli())
+}
+
+// inverted reports whether o's bounds are both set and the lower one is
+// above the upper one, which NewIter, Scan and Compact refuse.
+func inverted(o op) bool {
+	return o.lower.set && o.hi.set && o.lower.key > o.hi.key
+}
+
+// checkInverted checks the error of an operation given inverted bounds.
+func checkInverted(err error) (string, error) {
+	if !errors.Is(err, mayfly.ErrInvalidOptions) {
+		return "", fmt.Errorf("inverted range: got %v, want ErrInvalidOptions", err)
+	}
+	return "ErrInvalidOptions", nil
 }

@@ -1,0 +1,381 @@
+package mayfly
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/mayflydb/mayfly/clock"
+	"github.com/mayflydb/mayfly/storage"
+)
+
+// iterKey and iterVal name row i of the iterator tests.
+func iterKey(i int) []byte { return fmt.Appendf(nil, "k%04d", i) }
+func iterVal(i int) []byte { return fmt.Appendf(nil, "v%04d-%s", i, strings.Repeat("x", 100)) }
+
+// openIterDB opens an in-memory database with small blocks and puts rows
+// 0..n-1 into one flushed table, so that a scan crosses many blocks.
+func openIterDB(t *testing.T, n int, mutate func(*Options)) *DB {
+	t.Helper()
+	db := openTestDB(t, "iterdb", clock.NewManual(epoch), func(o *Options) {
+		o.Storage = storage.NewMem()
+		o.BlockSize = 512
+		o.DisableAutoCompaction = true
+		if mutate != nil {
+			mutate(o)
+		}
+	})
+	for i := range n {
+		if err := db.Put(iterKey(i), iterVal(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// checkNoKey fails unless it is at no key: Valid false, Key and Value nil.
+func checkNoKey(t *testing.T, it *Iterator, when string) {
+	t.Helper()
+	if it.Valid() || it.Key() != nil || it.Value() != nil {
+		t.Fatalf("%s: Valid %v, Key %q, Value %.20q; want false, nil, nil", when, it.Valid(), it.Key(), it.Value())
+	}
+}
+
+// TestIteratorNoKeyWhenNotValid: Key and Value are nil whenever the
+// iterator is not at a key. The keys past the last live one are deleted, so
+// a move that runs off the end passes over them and over the blocks that
+// held the last value: before the fix Key returned the deleted key skipped
+// last and Value the released previous value.
+func TestIteratorNoKeyWhenNotValid(t *testing.T) {
+	const n = 200
+	db := openIterDB(t, n, nil)
+	defer db.Close()
+	for _, i := range []int{0, 1, 2, n - 3, n - 2, n - 1} {
+		if err := db.Delete(iterKey(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	it, err := db.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkNoKey(t, it, "before the first positioning")
+	if it.Next() || it.Prev() {
+		t.Fatal("Next or Prev on an unpositioned iterator moved")
+	}
+	checkNoKey(t, it, "after Next and Prev on an unpositioned iterator")
+
+	if !it.SeekGE(iterKey(n-5)) || !bytes.Equal(it.Key(), iterKey(n-5)) {
+		t.Fatalf("SeekGE(%q) at %q", iterKey(n-5), it.Key())
+	}
+	for it.Next() {
+	}
+	checkNoKey(t, it, "after Next ran off the end")
+	if it.Next() {
+		t.Fatal("Next after the end moved")
+	}
+	checkNoKey(t, it, "after a second Next past the end")
+
+	if !it.SeekLT(iterKey(5)) || !bytes.Equal(it.Key(), iterKey(4)) {
+		t.Fatalf("SeekLT(%q) at %q", iterKey(5), it.Key())
+	}
+	for it.Prev() {
+	}
+	checkNoKey(t, it, "after Prev ran off the front")
+
+	if it.SeekGE(iterKey(n - 2)) {
+		t.Fatalf("SeekGE past the last live key found %q", it.Key())
+	}
+	checkNoKey(t, it, "after SeekGE found nothing")
+	if it.SeekLT(iterKey(2)) {
+		t.Fatalf("SeekLT before the first live key found %q", it.Key())
+	}
+	checkNoKey(t, it, "after SeekLT found nothing")
+
+	if !it.First() || !bytes.Equal(it.Key(), iterKey(3)) || !bytes.Equal(it.Value(), iterVal(3)) {
+		t.Fatalf("First at %q = %.20q", it.Key(), it.Value())
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkNoKey(t, it, "after Close")
+}
+
+// TestIteratorSeekToOwnValue seeks to a key held in the value the iterator
+// returned, which aliases a block. With a cache too small to keep any
+// block, the block is the iterator's alone and the seek releases it; a seek
+// that went on reading the key from it would see poisoned bytes under
+// -race (internal/slab) and miss the key.
+func TestIteratorSeekToOwnValue(t *testing.T) {
+	db := openTestDB(t, "seekdb", clock.NewManual(epoch), func(o *Options) {
+		o.Storage = storage.NewMem()
+		o.BlockSize = 256
+		o.BlockCacheSize = 1 // smaller than any block: nothing stays cached
+		o.DisableAutoCompaction = true
+	})
+	defer db.Close()
+	// Two level-0 tables: keys k*, then pointers p* whose values name them.
+	// The merge seeks the newer table first, so a seek to a pointer's value
+	// moves the pointers' table off the block the key lies in before the
+	// keys' table reads it.
+	for i := range 50 {
+		if err := db.Put(iterKey(i), iterVal(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if err := db.Put(fmt.Appendf(nil, "p%04d", i), iterKey(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	it, err := db.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	for i := range 50 {
+		if !it.SeekGE(fmt.Appendf(nil, "p%04d", i)) {
+			t.Fatalf("SeekGE(p%04d) found nothing: %v", i, it.Error())
+		}
+		if !it.SeekGE(it.Value()) || !bytes.Equal(it.Key(), iterKey(i)) {
+			t.Fatalf("SeekGE to the value of p%04d at %q, want %q", i, it.Key(), iterKey(i))
+		}
+		if !it.SeekGE(fmt.Appendf(nil, "p%04d", i)) {
+			t.Fatalf("SeekGE(p%04d) found nothing: %v", i, it.Error())
+		}
+		if ok := it.SeekLT(it.Value()); ok != (i > 0) || (ok && !bytes.Equal(it.Key(), iterKey(i-1))) {
+			t.Fatalf("SeekLT to the value of p%04d = %v at %q, want %q", i, ok, it.Key(), iterKey(i-1))
+		}
+	}
+}
+
+// TestIteratorAfterDBClose: an iterator left open across DB.Close stops at
+// once: no key, every move false, Error and Close wrapping ErrClosed, and
+// its Close still releases the memtable and blocks it pinned.
+func TestIteratorAfterDBClose(t *testing.T) {
+	base := arenaBytes()
+	db := openIterDB(t, 300, nil)
+	for i := 300; i < 400; i++ { // unflushed rows: the iterator pins a memtable
+		if err := db.Put(iterKey(i), iterVal(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache := db.cache
+	it, err := db.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !it.SeekGE(iterKey(100)) || !it.Next() || !bytes.Equal(it.Key(), iterKey(101)) {
+		t.Fatalf("before Close: at %q, %v", it.Key(), it.Error())
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkNoKey(t, it, "after DB.Close")
+	if err := it.Error(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Error after DB.Close = %v, want ErrClosed", err)
+	}
+	moves := map[string]func() bool{
+		"Next": it.Next, "Prev": it.Prev, "First": it.First, "Last": it.Last,
+		"SeekGE": func() bool { return it.SeekGE(iterKey(5)) },
+		"SeekLT": func() bool { return it.SeekLT(iterKey(350)) },
+	}
+	for name, move := range moves {
+		if move() {
+			t.Fatalf("%s after DB.Close moved to %q", name, it.Key())
+		}
+		checkNoKey(t, it, name+" after DB.Close")
+		if err := it.Error(); !errors.Is(err, ErrClosed) {
+			t.Fatalf("Error after %s = %v, want ErrClosed", name, err)
+		}
+	}
+	if arenaBytes() == base {
+		t.Fatal("DB.Close freed the memtable the open iterator pinned")
+	}
+	if err := it.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Close of the iterator after DB.Close = %v, want ErrClosed", err)
+	}
+	if got := arenaBytes(); got != base {
+		t.Fatalf("after the iterator's Close %d arena bytes remain", got-base)
+	}
+	if s := cache.AllocStats(); !s.Empty() {
+		t.Fatalf("after the iterator's Close the block cache still holds %+v", s)
+	}
+	if err := it.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("second Close = %v, want ErrClosed", err)
+	}
+}
+
+// crashChildEnv makes the test binary run the child half of
+// TestIteratorValueAfterDBCloseNoCrash.
+const crashChildEnv = "MAYFLY_ITER_AFTER_CLOSE_CHILD"
+
+// TestIteratorValueAfterDBCloseNoCrash reads Value after a move that
+// returned false, once the DB is closed. The last value returned lies in a
+// block above the slab size classes, which has a mapping of its own, and
+// the move passed it for a deleted key in the next block: the block cache
+// held the only other reference, so DB.Close unmapped it. Before the fix
+// Value still returned it and reading it was a SIGSEGV no recover catches,
+// so the reads run in a child process whose exit status is checked.
+func TestIteratorValueAfterDBCloseNoCrash(t *testing.T) {
+	if dir := os.Getenv(crashChildEnv); dir != "" {
+		iterAfterCloseChild(t, dir)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestIteratorValueAfterDBCloseNoCrash$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("child done")) {
+		t.Fatalf("child did not run its checks:\n%s", out)
+	}
+}
+
+func iterAfterCloseChild(t *testing.T, dir string) {
+	db := openTestDB(t, dir, clock.NewManual(epoch), func(o *Options) {
+		o.DisableAutoCompaction = true
+		o.BlockCacheSize = 64 << 20
+	})
+	big := bytes.Repeat([]byte{'v'}, 300<<10)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(db.Put([]byte("a"), big))
+	must(db.Put([]byte("b"), []byte("small")))
+	must(db.Flush())
+	must(db.Delete([]byte("b")))
+	it, err := db.NewIter(nil)
+	must(err)
+	if !it.First() || !bytes.Equal(it.Key(), []byte("a")) || len(it.Value()) != len(big) {
+		t.Fatalf("First at %q (%d bytes), %v", it.Key(), len(it.Value()), it.Error())
+	}
+	if it.Next() {
+		t.Fatalf("Next found %q", it.Key())
+	}
+	must(db.Close())
+	k, v := it.Key(), it.Value()
+	sum := 0
+	for _, c := range v {
+		sum += int(c)
+	}
+	if k != nil || v != nil {
+		t.Fatalf("after Next returned false and DB.Close: Key %q, Value of %d bytes (sum %d); want nil", k, len(v), sum)
+	}
+	if it.First() || !errors.Is(it.Error(), ErrClosed) {
+		t.Fatalf("First after DB.Close = true or error %v", it.Error())
+	}
+	if err := it.Close(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("iterator Close after DB.Close = %v", err)
+	}
+	fmt.Println("child done")
+}
+
+// TestIterBounds: empty bounds are open like nil ones, equal bounds are
+// an empty range, inverted bounds are refused. Before the fix an empty
+// upper bound made every scan empty and inverted bounds scanned nothing
+// without an error.
+func TestIterBounds(t *testing.T) {
+	const n = 20
+	db := openIterDB(t, n, nil)
+	defer db.Close()
+	snap, err := db.NewSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	keys := func(t *testing.T, newIter func(*IterOptions) (*Iterator, error), o *IterOptions) (got []string) {
+		t.Helper()
+		it, err := newIter(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range it.All() {
+			got = append(got, string(k))
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	span := func(lo, hi int) (want []string) {
+		for i := lo; i < hi; i++ {
+			want = append(want, string(iterKey(i)))
+		}
+		return want
+	}
+	cases := []struct {
+		name         string
+		lower, upper []byte
+		want         []string
+	}{
+		{"nil", nil, nil, span(0, n)},
+		{"empty upper", nil, []byte{}, span(0, n)},
+		{"empty lower", []byte{}, nil, span(0, n)},
+		{"both empty", []byte(""), []byte(""), span(0, n)},
+		{"lower and empty upper", iterKey(15), []byte{}, span(15, n)},
+		{"empty lower and upper", []byte{}, iterKey(4), span(0, 4)},
+		{"equal", iterKey(7), iterKey(7), nil},
+		{"range", iterKey(3), iterKey(9), span(3, 9)},
+	}
+	for _, src := range []struct {
+		name    string
+		newIter func(*IterOptions) (*Iterator, error)
+	}{{"db", db.NewIter}, {"snapshot", snap.NewIter}} {
+		for _, c := range cases {
+			t.Run(src.name+"/"+c.name, func(t *testing.T) {
+				o := &IterOptions{LowerBound: c.lower, UpperBound: c.upper}
+				if got := keys(t, src.newIter, o); strings.Join(got, ",") != strings.Join(c.want, ",") {
+					t.Fatalf("got %q, want %q", got, c.want)
+				}
+				// Last and SeekLT honour the same bounds backwards.
+				it, err := src.newIter(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer it.Close()
+				if ok := it.Last(); ok != (len(c.want) > 0) || (ok && string(it.Key()) != c.want[len(c.want)-1]) {
+					t.Fatalf("Last = %v at %q, want the last of %q", ok, it.Key(), c.want)
+				}
+			})
+		}
+		t.Run(src.name+"/inverted", func(t *testing.T) {
+			it, err := src.newIter(&IterOptions{LowerBound: iterKey(9), UpperBound: iterKey(3)})
+			if !errors.Is(err, ErrInvalidOptions) || it != nil {
+				t.Fatalf("inverted bounds: %v, %v; want ErrInvalidOptions", it, err)
+			}
+		})
+	}
+	var scanErr error
+	for k := range db.Scan(iterKey(9), iterKey(3), &scanErr) {
+		t.Fatalf("Scan with inverted bounds returned %q", k)
+	}
+	if !errors.Is(scanErr, ErrInvalidOptions) {
+		t.Fatalf("Scan with inverted bounds: error %v, want ErrInvalidOptions", scanErr)
+	}
+	scanErr = nil
+	var got []string
+	for k := range db.Scan(nil, []byte{}, &scanErr) {
+		got = append(got, string(k))
+	}
+	if scanErr != nil || len(got) != n {
+		t.Fatalf("Scan(nil, empty) = %d keys, %v; want %d", len(got), scanErr, n)
+	}
+}
