@@ -30,18 +30,21 @@ func writePreallocated(t *testing.T, payloads [][]byte) (*storage.Local, []byte,
 	if err != nil {
 		t.Fatal(err)
 	}
-	bounds := []int64{HeaderSize}
+	// bounds[i] is where record i starts (after the sync mark, if any,
+	// that precedes it); the last entry is the end of the records.
+	var bounds []int64
 	for i, p := range payloads {
 		if err := w.Write(AppendRecord(nil, p)); err != nil {
 			t.Fatal(err)
 		}
-		bounds = append(bounds, bounds[len(bounds)-1]+int64(RecordLen(len(p))))
+		bounds = append(bounds, w.Size()-int64(RecordLen(len(p))))
 		if i%4 == 0 {
 			if err := w.Sync(); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
+	bounds = append(bounds, w.Size())
 	if err := w.Sync(); err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +61,9 @@ func writePreallocated(t *testing.T, payloads [][]byte) (*storage.Local, []byte,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if end := bounds[len(bounds)-1]; int64(len(closed)) != end {
-		t.Fatalf("closed segment is %d bytes, want its %d bytes of records (the reserved tail trimmed)", len(closed), end)
+	// Close marks the last Sync.
+	if end := bounds[len(bounds)-1] + SyncMarkSize; int64(len(closed)) != end {
+		t.Fatalf("closed segment is %d bytes, want its %d bytes of records and a sync mark (the reserved tail trimmed)", len(closed), end)
 	}
 	return s, data, bounds
 }
@@ -74,8 +78,8 @@ func TestPreallocatedSegmentReplaysCleanly(t *testing.T) {
 	if !allZero(data[end:]) {
 		t.Fatal("preallocated tail is not zero")
 	}
-	got, res, err := replayAll(t, s, "wal/000007.wal")
-	if err != nil || res.Torn() || res.ValidBytes != end || !samePayloads(got, payloads) {
+	got, res, err := replayAll(t, s, "wal/000007.wal") // closed: the records and Close's sync mark
+	if err != nil || res.Torn() || res.ValidBytes != end+SyncMarkSize || !samePayloads(got, payloads) {
 		t.Fatalf("replay: %v %+v (%d of %d records)", err, res, len(got), len(payloads))
 	}
 }
