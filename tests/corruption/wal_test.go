@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -336,7 +337,7 @@ func TestWALFlippedByteLosesSyncedRows(t *testing.T) {
 // does not decode cannot come from a torn write. Open must fail with a
 // corruption error naming the segment and the record's offset.
 func TestWALBadBatchWithValidCRC(t *testing.T) {
-	src, _, seg := oneSegment(t)
+	src, m, seg := oneSegment(t)
 	orig := readFile(t, src, seg)
 	recs := parseWAL(t, orig)
 	r := recs[20]
@@ -365,6 +366,10 @@ func TestWALBadBatchWithValidCRC(t *testing.T) {
 				}
 				checkCorruption(t, "Open", err, seg, func(o int64) bool { return o == int64(r.off) })
 			})
+			// Accepting the loss keeps none of the bad batch's rows, even
+			// those that decode before the damage.
+			pit := copyDir(t, dir)
+			noPanic(t, "point in time", func() { openPointInTime(t, pit, dropBatches(m, 20, 40), 19) })
 			writeFile(t, dir, seg, orig)
 		})
 	}
@@ -489,4 +494,53 @@ func TestWALOlderSegment(t *testing.T) {
 		total := len(m.live) / 3
 		noPanic(t, "torn newer", func() { openRecovered(t, dir, dropBatches(m, total-1, total), 1) })
 	})
+}
+
+// TestWALOlderSegmentPointInTime: damage in an older segment fails a
+// default Open; WALRecoveryPointInTime opens at the last intact record
+// before it, dropping the rest of that segment and the whole newer one, and
+// the database then opens and takes writes normally.
+func TestWALOlderSegmentPointInTime(t *testing.T) {
+	src, m, older, newer := twoSegments(t)
+	origOld := readFile(t, src, older)
+	recs := parseWAL(t, origOld)
+	k := len(recs) / 2
+	dir := copyDir(t, src)
+	writeFile(t, dir, older, flip(origOld, recs[k].off+recHeaderLen+recs[k].len/2))
+
+	_, err := mayfly.Open(dir, walOptions())
+	checkCorruption(t, "Open", err, older, func(o int64) bool { return o == int64(recs[k].off) })
+
+	// The older segment holds batches [0, len(recs)); keep [0, k).
+	total := len(m.live) / 3
+	want := dropBatches(m, k, total)
+	newerRecs := uint64(len(parseWAL(t, readFile(t, dir, newer))))
+	o := walOptions()
+	o.WALRecovery = mayfly.WALRecoveryPointInTime
+	var events []mayfly.WALRecoveryInfo
+	o.EventListener = &mayfly.EventListener{WALRecovered: func(i mayfly.WALRecoveryInfo) { events = append(events, i) }}
+	db, err := mayfly.Open(dir, o)
+	if err != nil {
+		t.Fatalf("Open with WALRecoveryPointInTime: %v", err)
+	}
+	wantDropped := uint64(len(recs)-1-k) + newerRecs
+	if len(events) != 1 || events[0].Segment != older || events[0].Offset != int64(recs[k].off) ||
+		events[0].RecordsDropped != wantDropped || !slices.Equal(events[0].SegmentsDropped, []string{newer}) {
+		t.Fatalf("events %+v; want one at %s offset %d dropping %d records and %s", events, older, recs[k].off, wantDropped, newer)
+	}
+	if met := db.Metrics(); met.WALRecordsDropped != wantDropped || met.WALBytesDropped != events[0].BytesDropped {
+		t.Errorf("metrics dropped %d records, %d bytes; event %+v", met.WALRecordsDropped, met.WALBytesDropped, events[0])
+	}
+	verifyAll(t, "point in time", db, want, nil, nil)
+	// A write after the recovery survives the next Open, which replays
+	// nothing of the dropped segments.
+	must(t, db.PutWith([]byte("after"), []byte("recovery"), mayfly.DefaultTTL(), mayfly.Sync))
+	want.live["after"] = "recovery"
+	must(t, db.Close())
+	for _, seg := range files(t, dir, "wal", ".wal") {
+		if seg <= newer {
+			t.Errorf("segment %s left after the recovery", seg)
+		}
+	}
+	openRecovered(t, dir, want, 0)
 }
