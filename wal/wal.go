@@ -570,12 +570,20 @@ const readChunk = 256 << 10
 // stops the replay and is returned as is, with the result so far. Whenever
 // TornOffset is set, the Lost fields describe the rest of the segment.
 func Replay(s storage.Storage, name string, wantSegNum uint64, fn func(payload []byte) error) (ReplayResult, error) {
+	return ReplayRecords(s, name, wantSegNum, func(_ int64, payload []byte) error { return fn(payload) })
+}
+
+// ReplayRecords is Replay passing fn each record's offset in the segment
+// too (sync marks, which fn does not see, take room between records).
+func ReplayRecords(s storage.Storage, name string, wantSegNum uint64, fn func(off int64, payload []byte) error) (ReplayResult, error) {
 	r, err := s.Open(name)
 	if err != nil {
 		return ReplayResult{TornOffset: -1}, err
 	}
 	defer r.Close()
-	return ReplayFrom(r, name, wantSegNum, 0, fn)
+	rp := replayer{r: r, name: name, res: ReplayResult{TornOffset: -1, FileSize: r.Size()}, version: Version}
+	err = rp.run(wantSegNum, 0, fn)
+	return rp.res, err
 }
 
 // ReplayFrom is Replay reading segment name from r, starting at offset
@@ -584,7 +592,7 @@ func Replay(s storage.Storage, name string, wantSegNum uint64, fn func(payload [
 // segment), and offsets in the result are segment offsets either way.
 func ReplayFrom(r storage.ObjectReader, name string, wantSegNum uint64, start int64, fn func(payload []byte) error) (ReplayResult, error) {
 	rp := replayer{r: r, name: name, res: ReplayResult{TornOffset: -1, FileSize: r.Size()}, version: Version}
-	err := rp.run(wantSegNum, start, fn)
+	err := rp.run(wantSegNum, start, func(_ int64, payload []byte) error { return fn(payload) })
 	return rp.res, err
 }
 
@@ -612,7 +620,7 @@ func (rp *replayer) stop(off int64, err error, reason string, args ...any) error
 	return err
 }
 
-func (rp *replayer) run(wantSegNum uint64, start int64, fn func(payload []byte) error) error {
+func (rp *replayer) run(wantSegNum uint64, start int64, fn func(off int64, payload []byte) error) error {
 	size := rp.res.FileSize
 	name := rp.name
 	if start > 0 && (start < HeaderSize || start > size) {
@@ -685,7 +693,7 @@ func (rp *replayer) run(wantSegNum uint64, start int64, fn func(payload []byte) 
 		}
 		switch {
 		case typ == RecordTypeFull:
-			if err := fn(payload); err != nil {
+			if err := fn(off, payload); err != nil {
 				if errors.Is(err, format.ErrCorruption) {
 					var ce *format.CorruptionError
 					if !errors.As(err, &ce) {

@@ -963,6 +963,20 @@ func TestSyncMarks(t *testing.T) {
 		t.Fatalf("replayed %q", got)
 	}
 
+	// ReplayRecords reports each record's offset past the marks.
+	var offs, wantOffs []int64
+	if _, err := ReplayRecords(s, "wal/m", testSeg, func(off int64, _ []byte) error { offs = append(offs, off); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.typ == RecordTypeFull {
+			wantOffs = append(wantOffs, r.off)
+		}
+	}
+	if !slices.Equal(offs, wantOffs) {
+		t.Fatalf("ReplayRecords offsets %v, want %v", offs, wantOffs)
+	}
+
 	// Without any Sync there is no mark, not even at Close.
 	s2 := storage.NewMem()
 	writeSegmentSyncEvery(t, s2, "wal/n", [][]byte{[]byte("x"), []byte("y")}, 0)
