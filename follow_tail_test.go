@@ -144,7 +144,7 @@ func TestFollowerSyncMarksUseSegmentOffsets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// full: header, k1, mark(end of k1), k2, mark(end of k2), k3, mark.
+	// full: header, k1, mark(end of k1), k2, mark(end of k2), k3.
 	recLen := func(off int) int { return wal.RecordHeaderSize + int(binary.LittleEndian.Uint32(full[off+4:])) }
 	endK1 := wal.HeaderSize + recLen(wal.HeaderSize)
 	markK1 := full[endK1 : endK1+wal.SyncMarkSize]

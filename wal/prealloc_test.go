@@ -61,9 +61,8 @@ func writePreallocated(t *testing.T, payloads [][]byte) (*storage.Local, []byte,
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Close marks the last Sync.
-	if end := bounds[len(bounds)-1] + SyncMarkSize; int64(len(closed)) != end {
-		t.Fatalf("closed segment is %d bytes, want its %d bytes of records and a sync mark (the reserved tail trimmed)", len(closed), end)
+	if end := bounds[len(bounds)-1]; int64(len(closed)) != end {
+		t.Fatalf("closed segment is %d bytes, want its %d bytes of records (the reserved tail trimmed)", len(closed), end)
 	}
 	return s, data, bounds
 }
@@ -78,8 +77,8 @@ func TestPreallocatedSegmentReplaysCleanly(t *testing.T) {
 	if !allZero(data[end:]) {
 		t.Fatal("preallocated tail is not zero")
 	}
-	got, res, err := replayAll(t, s, "wal/000007.wal") // closed: the records and Close's sync mark
-	if err != nil || res.Torn() || res.ValidBytes != end+SyncMarkSize || !samePayloads(got, payloads) {
+	got, res, err := replayAll(t, s, "wal/000007.wal")
+	if err != nil || res.Torn() || res.ValidBytes != end || !samePayloads(got, payloads) {
 		t.Fatalf("replay: %v %+v (%d of %d records)", err, res, len(got), len(payloads))
 	}
 }

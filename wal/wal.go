@@ -38,9 +38,9 @@
 //	+----------+------------+--------+----------------------+
 //
 // The Writer appends a mark in front of the first record appended after a
-// Sync that made records durable (not for a Sync of the header alone), and
-// at Close if the last such Sync is not marked yet. A segment written
-// without Sync has no marks; a synced commit pays one mark per sync group.
+// Sync that made records durable (not for a Sync of the header alone). A
+// segment written without Sync has no marks; a synced commit pays one mark
+// per sync group.
 // A mark's value is at most its own offset. Version 1 segments (no marks)
 // are still read; a mark in a version 1 segment is corruption.
 //
@@ -83,8 +83,8 @@
 // a sync mark of the wrong length or an impossible value, cannot come from
 // a torn write and is reported as corruption directly.
 //
-// Damage inside the last sync group of a segment that was not closed
-// cleanly has no mark after it and reads as a torn tail.
+// Damage inside the last sync group of a segment has no mark after it and
+// reads as a torn tail.
 package wal
 
 import (
@@ -356,7 +356,7 @@ func (w *Writer) Write(records []byte) error {
 
 // appendLocked appends records to the pending bytes, preceded by a sync
 // mark if a Sync that made records durable completed since the last mark;
-// the caller holds mu. records may be empty to append only the mark.
+// the caller holds mu.
 func (w *Writer) appendLocked(records []byte) error {
 	size := func() int {
 		if w.synced > w.marked {
@@ -462,20 +462,15 @@ func (w *Writer) Size() int64 {
 	return w.appended
 }
 
-// Close hands every appended record to the operating system (preceded by a
-// sync mark for the last Sync if none marks it yet), stops the flusher and
-// closes the underlying log, without syncing it.
+// Close hands every appended record to the operating system, stops the
+// flusher and closes the underlying log, without syncing it. It appends no
+// sync mark: a write that fails there would leave a torn record at the end
+// of a segment that a rotation already made older than the newest.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	if w.closing {
 		w.mu.Unlock()
 		return errors.New("wal: writer is closed")
-	}
-	if w.err == nil && w.synced > w.marked {
-		// Mark the last Sync, so that damage in its records is told from a
-		// torn tail. An error is sticky and reported below.
-		w.appendLocked(nil)
-		w.work.Signal()
 	}
 	w.closing = true
 	w.work.Signal()

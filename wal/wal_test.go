@@ -910,9 +910,8 @@ func marksOf(seg []byte) [][2]int64 {
 
 // TestSyncMarks checks where the Writer puts sync marks: in front of the
 // first record appended after a Sync that made records durable, carrying
-// that Sync's end, and at Close for a Sync not marked yet; never without a
-// Sync, never for a Sync of the header alone, once for several Syncs in a
-// row.
+// that Sync's end; never without a Sync, never for a Sync of the header
+// alone, never at Close, once for several Syncs in a row.
 func TestSyncMarks(t *testing.T) {
 	s := storage.NewMem()
 	w := newTestWriter(t, s, "wal/m")
@@ -948,12 +947,12 @@ func TestSyncMarks(t *testing.T) {
 		}
 	}
 	want := []string{"a", "b", fmt.Sprintf("mark(%d)", afterB), "c", "d", "e",
-		fmt.Sprintf("mark(%d)", afterE), "f", fmt.Sprintf("mark(%d)", afterF)}
+		fmt.Sprintf("mark(%d)", afterE), "f"}
 	if !slices.Equal(layout, want) {
 		t.Fatalf("segment holds %v, want %v", layout, want)
 	}
-	if int64(len(seg)) != afterF+SyncMarkSize || recs[len(recs)-1].end() != int64(len(seg)) {
-		t.Fatalf("segment of %d bytes, want %d", len(seg), afterF+SyncMarkSize)
+	if int64(len(seg)) != afterF || recs[len(recs)-1].end() != int64(len(seg)) {
+		t.Fatalf("segment of %d bytes, want %d", len(seg), afterF)
 	}
 	got, res, err := replayAll(t, s, "wal/m")
 	if err != nil || res.Torn() || res.Records != 6 || res.ValidBytes != int64(len(seg)) {
@@ -977,7 +976,7 @@ func TestSyncMarks(t *testing.T) {
 		t.Fatalf("ReplayRecords offsets %v, want %v", offs, wantOffs)
 	}
 
-	// Without any Sync there is no mark, not even at Close.
+	// Without any Sync there is no mark.
 	s2 := storage.NewMem()
 	writeSegmentSyncEvery(t, s2, "wal/n", [][]byte{[]byte("x"), []byte("y")}, 0)
 	seg2, _ := storage.ReadAll(s2, "wal/n")
@@ -1026,8 +1025,9 @@ func TestReplayVersion1(t *testing.T) {
 
 // syncedSegment writes n records, each with WriteSync (as synced commits
 // do), to a Mem log and returns the storage and each record's offset. With
-// closeIt the Writer is closed (marking the last Sync); otherwise the bytes
-// are what a crash right after the last Sync leaves.
+// closeIt the Writer is closed; otherwise the bytes are what a crash right
+// after the last Sync leaves. Either way the last record has no mark after
+// it.
 func syncedSegment(t *testing.T, n int, closeIt bool) (*storage.Mem, []int64) {
 	t.Helper()
 	s := storage.NewMem()
@@ -1066,9 +1066,8 @@ func TestSyncedDamageIsCorruption(t *testing.T) {
 				if len(got) != k || res.TornOffset != offs[k] {
 					t.Fatalf("%s: %d records, %+v; want %d, stopped at %d", what, len(got), res, k, offs[k])
 				}
-				// The last record has a mark after it only if the Writer
-				// was closed.
-				if k == n-1 && !closed {
+				// No mark follows the last record.
+				if k == n-1 {
 					if err != nil || res.SyncedDamage() {
 						t.Fatalf("%s: %v %+v; want a torn tail", what, err, res)
 					}
