@@ -24,6 +24,9 @@ type EventListener struct {
 	// removed after their data reached an SSTable.
 	WALCreated func(WALInfo)
 	WALDeleted func(WALInfo)
+	// WALRecovered reports that Open's WAL replay dropped data: a torn tail,
+	// or with WALRecoveryPointInTime everything after the first damage.
+	WALRecovered func(WALRecoveryInfo)
 }
 
 // FlushInfo describes a memtable flush.
@@ -65,6 +68,34 @@ type StallInfo struct {
 // WALInfo names a WAL segment.
 type WALInfo struct {
 	Segment string // e.g. "wal/000007.wal"
+}
+
+// WALRecoveryInfo describes what Open's WAL replay dropped.
+type WALRecoveryInfo struct {
+	// Segment and Offset are where replay stopped; Reason says why.
+	Segment string
+	Offset  int64
+	Reason  string
+	// Damaged reports damage a crash cannot leave: in bytes a later
+	// completed sync had made durable, in a segment that is not the
+	// newest, or a record that passes its checksum but does not decode.
+	// Only WALRecoveryPointInTime drops such data; otherwise the replay
+	// stopped at a torn tail.
+	Damaged bool
+	// RecordsDropped counts the intact records found after Offset, in the
+	// segment and in every later segment dropped; BytesDropped the bytes
+	// from Offset to the segment's last non-zero byte plus the records of
+	// every later segment dropped.
+	RecordsDropped uint64
+	BytesDropped   uint64
+	// SegmentsDropped lists the later segments dropped whole.
+	SegmentsDropped []string
+}
+
+func (l *EventListener) walRecovered(i WALRecoveryInfo) {
+	if l != nil && l.WALRecovered != nil {
+		l.WALRecovered(i)
+	}
 }
 
 func (l *EventListener) flushBegin(i FlushInfo) {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 
 	"github.com/mayflydb/mayfly/format"
@@ -130,93 +129,53 @@ func (db *DB) tailWAL(minLog, lastSeq uint64) (bool, uint64, error) {
 // writer is still appending if s is the newest segment (the next poll reads
 // it again from s.off); anywhere else it is corruption. It returns the
 // number of records replayed and the highest sequence number among them.
+//
+// Damage before a sync mark in the newest segment is read a second time
+// before it is reported: a poll racing the writer can read a page before
+// the writer's write to it and a later page after the sync of that write
+// and the mark that followed it. A second read sees the first page as
+// written, so damage that persists is real.
 func (db *DB) tailSegment(s *tailSeg, r storage.ObjectReader, newest bool) (int, uint64, error) {
-	base := max(s.off, wal.HeaderSize)
-	src := r
-	if s.off > 0 {
-		// Replay from s.off: the segment's header (determined by its
-		// number, and checked when s.off was 0) followed by the new bytes.
-		src = &splicedReader{head: wal.AppendHeader(nil, s.num), rest: io.NewSectionReader(r, s.off, r.Size()-s.off)}
-	}
 	if s.mem == nil {
 		s.mem = db.newMemtable(s.num)
 	}
-	pos, lastSeq := base, uint64(0)
-	res, err := wal.Replay(readerStore{src}, logName(s.num), s.num, func(payload []byte) error {
-		br, err := format.NewBatchReader(payload)
-		if err != nil {
-			return err
-		}
-		h := br.Header()
-		db.clock.Observe(h.CommitTS)
-		if h.Count > 0 {
-			if err := s.mem.ApplyBatch(payload); err != nil {
+	records, lastSeq := 0, uint64(0)
+	var res wal.ReplayResult
+	var err error
+	for range 2 {
+		res, err = wal.ReplayFrom(r, logName(s.num), s.num, s.off, func(payload []byte) error {
+			br, err := format.NewBatchReader(payload)
+			if err != nil {
 				return err
 			}
-			lastSeq = max(lastSeq, h.Seq+uint64(h.Count)-1)
+			h := br.Header()
+			db.clock.Observe(h.CommitTS)
+			if h.Count > 0 {
+				if err := s.mem.ApplyBatch(payload); err != nil {
+					return err
+				}
+				lastSeq = max(lastSeq, h.Seq+uint64(h.Count)-1)
+			}
+			return nil
+		})
+		if res.ValidBytes >= wal.HeaderSize {
+			s.off = res.ValidBytes
 		}
-		pos += int64(wal.RecordLen(len(payload)))
-		return nil
-	})
-	if res.ValidBytes >= wal.HeaderSize {
-		s.off = pos
+		records += res.Records
+		db.metrics.walRecordsReplayed.Add(uint64(res.Records))
+		if err == nil || !newest || !res.SyncedDamage() {
+			break
+		}
 	}
-	db.metrics.walRecordsReplayed.Add(uint64(res.Records))
 	if err != nil {
-		return res.Records, lastSeq, err
+		return records, lastSeq, err
 	}
 	if res.Torn() {
 		empty := s.off == 0 && res.TornOffset == 0
 		if !newest && !empty {
-			at := res.TornOffset
-			if at >= wal.HeaderSize {
-				at += base - wal.HeaderSize // spliced offset to segment offset
-			}
-			return res.Records, lastSeq, format.Corruptf(logName(s.num), at,
+			return records, lastSeq, format.Corruptf(logName(s.num), res.TornOffset,
 				"torn or damaged WAL record before the newest segment: %s", res.TornReason)
 		}
 	}
-	return res.Records, lastSeq, nil
+	return records, lastSeq, nil
 }
-
-// splicedReader presents head followed by rest.
-type splicedReader struct {
-	head []byte
-	rest *io.SectionReader
-}
-
-func (r *splicedReader) Size() int64  { return int64(len(r.head)) + r.rest.Size() }
-func (r *splicedReader) Close() error { return nil }
-
-func (r *splicedReader) ReadAt(p []byte, off int64) (int, error) {
-	n := 0
-	if off < int64(len(r.head)) {
-		n = copy(p, r.head[off:])
-		if n == len(p) {
-			return n, nil
-		}
-	}
-	m, err := r.rest.ReadAt(p[n:], off+int64(n)-int64(len(r.head)))
-	return n + m, err
-}
-
-// readerStore lets wal.Replay read one reader: Open returns it, whatever
-// the name. Replay calls nothing else.
-type readerStore struct{ r storage.ObjectReader }
-
-func (s readerStore) Open(string) (storage.ObjectReader, error) { return keepOpen{s.r}, nil }
-
-// keepOpen leaves closing the reader to its owner.
-type keepOpen struct{ storage.ObjectReader }
-
-func (keepOpen) Close() error { return nil }
-
-func (readerStore) Create(string) (storage.ObjectWriter, error) { return nil, errReaderStore }
-func (readerStore) PutIfAbsent(string, []byte) error            { return errReaderStore }
-func (readerStore) List(string) ([]string, error)               { return nil, errReaderStore }
-func (readerStore) Remove(string) error                         { return errReaderStore }
-func (readerStore) CreateLog(string) (storage.LogWriter, error) { return nil, errReaderStore }
-func (readerStore) Lock(bool) (io.Closer, error)                { return nil, errReaderStore }
-func (readerStore) Close() error                                { return nil }
-
-var errReaderStore = errors.New("mayfly: internal: reader-only storage")

@@ -1,6 +1,8 @@
 package mayfly
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 	"time"
@@ -117,4 +119,72 @@ func TestFollowerTornRecordBeforeNewestSegment(t *testing.T) {
 		t.Fatalf("Refresh = %v, want a corruption error naming %s", err, name)
 	}
 	mustGet(t, f, "k1", "v1")
+}
+
+// TestFollowerSyncMarksUseSegmentOffsets: a follower reads the newest
+// segment from where its last poll stopped, and compares sync marks with
+// offsets in the segment. A torn record followed by a mark of a sync that
+// did not cover it (a writer appended the record while that sync ran) is a
+// torn tail; a damaged record followed by a mark of a sync that covered it
+// is corruption, reported once a second read confirms it.
+func TestFollowerSyncMarksUseSegmentOffsets(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	mem := storage.NewMem()
+	db := openTestDB(t, "", clk, func(o *Options) { o.Storage = mem })
+	for _, k := range []string{"k1", "k2", "k3"} {
+		if err := db.PutWith([]byte(k), []byte("v"), NoExpiry(), Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name := logName(db.logNum)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	full, err := storage.ReadAll(mem, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// full: header, k1, mark(end of k1), k2, mark(end of k2), k3.
+	recLen := func(off int) int { return wal.RecordHeaderSize + int(binary.LittleEndian.Uint32(full[off+4:])) }
+	endK1 := wal.HeaderSize + recLen(wal.HeaderSize)
+	markK1 := full[endK1 : endK1+wal.SyncMarkSize]
+	k2 := full[endK1+wal.SyncMarkSize : endK1+wal.SyncMarkSize+recLen(endK1+wal.SyncMarkSize)]
+	endK2 := endK1 + wal.SyncMarkSize + len(k2)
+	rewrite := func(parts ...[]byte) {
+		t.Helper()
+		mem.Remove(name)
+		lw, err := mem.CreateLog(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range parts {
+			lw.Write(p)
+		}
+		lw.Close()
+	}
+	rewrite(full[:endK1])
+	f := openTestDB(t, "", clk, func(o *Options) {
+		o.Storage, o.ReadOnly, o.FollowInterval, o.FollowWAL = mem, true, time.Hour, true
+	})
+	defer f.Close()
+	mustGet(t, f, "k1", "v")
+
+	// Half of k2 at the end of k1, then the mark of the sync through the
+	// end of k1: torn, not damage (the mark's value is not past it).
+	rewrite(full[:endK1], k2[:len(k2)/2], markK1, k2)
+	if _, err := f.Refresh(); err != nil {
+		t.Fatalf("Refresh with a torn record before a mark that does not cover it: %v", err)
+	}
+	mustGet(t, f, "k2", "")
+
+	// k2 damaged, then the mark of the sync through the end of k2.
+	bad := bytes.Clone(k2)
+	bad[len(bad)-1] ^= 0xff
+	rewrite(full[:endK1], markK1, bad, full[endK2:])
+	_, err = f.Refresh()
+	var ce *format.CorruptionError
+	if !errors.As(err, &ce) || ce.File != name || ce.Offset != int64(endK1+wal.SyncMarkSize) {
+		t.Fatalf("Refresh = %v, want corruption in %s at offset %d", err, name, endK1+wal.SyncMarkSize)
+	}
+	mustGet(t, f, "k1", "v")
 }

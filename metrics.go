@@ -18,6 +18,7 @@ type metricsCounters struct {
 	walBytes, walSyncs                     atomic.Uint64
 	walSegmentsCreated, walRecordsReplayed atomic.Uint64
 	walTornTails                           atomic.Uint64
+	walRecordsDropped, walBytesDropped     atomic.Uint64
 	flushes, flushBytes                    atomic.Uint64
 	compactions                            atomic.Uint64
 	compactionBytesRead                    atomic.Uint64
@@ -84,6 +85,12 @@ type Metrics struct {
 	WALSegmentsCreated uint64
 	WALRecordsReplayed uint64 // records recovered at Open
 	WALTornTails       uint64 // torn tail records dropped at Open
+	// WALRecordsDropped and WALBytesDropped count what Open's WAL recovery
+	// dropped (a torn tail, or with WALRecoveryPointInTime everything after
+	// the first damage): intact records found after the point where replay
+	// stopped, and bytes from that point to the last non-zero byte of each
+	// segment dropped.
+	WALRecordsDropped, WALBytesDropped uint64
 
 	Flushes, FlushBytes uint64
 	// Compactions counts compactions that rewrote data, and
@@ -166,8 +173,9 @@ func (db *DB) Metrics() Metrics {
 		BloomNegatives: c.bloomNegatives.Load(), BloomFalsePositives: c.bloomFalsePositives.Load(),
 		WALBytes: c.walBytes.Load(), WALSyncs: c.walSyncs.Load(),
 		WALSegmentsCreated: c.walSegmentsCreated.Load(), WALRecordsReplayed: c.walRecordsReplayed.Load(),
-		WALTornTails: c.walTornTails.Load(),
-		Flushes:      c.flushes.Load(), FlushBytes: c.flushBytes.Load(),
+		WALTornTails:      c.walTornTails.Load(),
+		WALRecordsDropped: c.walRecordsDropped.Load(), WALBytesDropped: c.walBytesDropped.Load(),
+		Flushes: c.flushes.Load(), FlushBytes: c.flushBytes.Load(),
 		Compactions: c.compactions.Load(), CompactionBytesRead: c.compactionBytesRead.Load(),
 		CompactionBytesWritten: c.compactionBytesWritten.Load(),
 		ExpiredToTombstone:     c.expiredToTombstone.Load(), ExpiredDropped: c.expiredDropped.Load(),

@@ -142,6 +142,11 @@ type Options struct {
 	// It shows every write the writer uploaded, unsynced ones included.
 	FollowWAL bool
 
+	// WALRecovery says what a writer's Open does with damage in the WAL
+	// segments it replays. Default WALRecoveryStrict. A read-only handle
+	// always reads the WAL strictly.
+	WALRecovery WALRecoveryMode
+
 	// ObsoleteFileGracePeriod delays the deletion of SSTables no version
 	// needs any more, so that followers still reading an older version are
 	// not broken. Default: 0 on a local directory (deleted at once), 1
@@ -301,6 +306,32 @@ type WriteOptions struct {
 	Sync bool
 }
 
+// WALRecoveryMode is Options.WALRecovery: how Open treats damage in the WAL.
+type WALRecoveryMode int
+
+const (
+	// WALRecoveryStrict (the default) drops only a torn tail: records at
+	// the end of the newest segment written after its last completed sync,
+	// which a crash can leave partly written. Open logs, counts
+	// (Metrics.WALTornTails, WALRecordsDropped, WALBytesDropped) and
+	// reports (EventListener.WALRecovered) what it dropped. Any other
+	// damage — in bytes a later sync made durable (the segment's sync marks
+	// prove it), in a segment that is not the newest, or a record that
+	// passes its checksum but does not decode — fails Open with an error
+	// wrapping ErrCorruption that names the segment and offset, and changes
+	// nothing.
+	WALRecoveryStrict WALRecoveryMode = iota
+	// WALRecoveryPointInTime accepts the loss: replay stops at the first
+	// damage anywhere and drops everything after it, in that segment and in
+	// every later one, so that the database opens at the last intact point
+	// of its history (no later write without the earlier ones). Open logs
+	// a warning naming the segment and offset, and counts and reports what
+	// it dropped as for a torn tail. The dropped segments are deleted with
+	// the replayed ones once their surviving rows are flushed, so the next
+	// Open starts from the recovered state.
+	WALRecoveryPointInTime
+)
+
 // Sync is the WriteOptions for a durable write.
 var Sync = &WriteOptions{Sync: true}
 
@@ -319,6 +350,9 @@ func (o *Options) withDefaults() (*Options, error) {
 	}
 	if c.DefaultTTL > 0 && c.DefaultTTL < time.Millisecond {
 		return nil, fmt.Errorf("%w: Options.DefaultTTL %v is below the 1ms resolution", ErrInvalidOptions, c.DefaultTTL)
+	}
+	if c.WALRecovery != WALRecoveryStrict && c.WALRecovery != WALRecoveryPointInTime {
+		return nil, fmt.Errorf("%w: Options.WALRecovery %d is not a WALRecoveryMode", ErrInvalidOptions, c.WALRecovery)
 	}
 	if c.FollowInterval > 0 && !c.ReadOnly {
 		return nil, fmt.Errorf("%w: Options.FollowInterval needs ReadOnly", ErrInvalidOptions)

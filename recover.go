@@ -123,43 +123,28 @@ func (db *DB) recover() error {
 			mem.Unref()
 		}
 	}()
-	for i, seg := range segs {
-		res, err := wal.Replay(db.store, logName(seg), seg, func(payload []byte) error {
-			br, err := format.NewBatchReader(payload)
-			if err != nil {
-				return err
-			}
-			h := br.Header()
-			db.clock.Observe(h.CommitTS)
-			if h.Count == 0 {
-				return nil
-			}
-			if err := mem.ApplyBatch(payload); err != nil {
-				return err
-			}
-			db.lastSeq = max(db.lastSeq, h.Seq+uint64(h.Count)-1)
-			if mem.Size() >= db.opts.MemtableSize {
-				recovered = append(recovered, mem)
-				mem = db.newMemtable(0)
-			}
-			return nil
-		})
+	err = db.replayLogs(segs, func(payload []byte) error {
+		br, err := format.NewBatchReader(payload)
 		if err != nil {
-			return fmt.Errorf("mayfly: replay %s: %w", logName(seg), err)
+			return err
 		}
-		if res.Torn() {
-			// A segment that holds no record and whose header is missing or
-			// torn was being created when something failed: it never held
-			// data and may lie anywhere in the sequence.
-			empty := res.Records == 0 && res.TornOffset == 0
-			if i != len(segs)-1 && !empty {
-				return res.TornError(logName(seg))
-			}
-			db.log.Warn("mayfly: dropped torn record at the WAL tail",
-				"file", logName(seg), "offset", res.TornOffset, "reason", res.TornReason)
-			db.metrics.walTornTails.Add(1)
+		h := br.Header()
+		db.clock.Observe(h.CommitTS)
+		if h.Count == 0 {
+			return nil
 		}
-		db.metrics.walRecordsReplayed.Add(uint64(res.Records))
+		if err := mem.ApplyBatch(payload); err != nil {
+			return err
+		}
+		db.lastSeq = max(db.lastSeq, h.Seq+uint64(h.Count)-1)
+		if mem.Size() >= db.opts.MemtableSize {
+			recovered = append(recovered, mem)
+			mem = db.newMemtable(0)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if !mem.Empty() {
 		recovered, mem = append(recovered, mem), nil

@@ -30,18 +30,21 @@ func writePreallocated(t *testing.T, payloads [][]byte) (*storage.Local, []byte,
 	if err != nil {
 		t.Fatal(err)
 	}
-	bounds := []int64{HeaderSize}
+	// bounds[i] is where record i starts (after the sync mark, if any,
+	// that precedes it); the last entry is the end of the records.
+	var bounds []int64
 	for i, p := range payloads {
 		if err := w.Write(AppendRecord(nil, p)); err != nil {
 			t.Fatal(err)
 		}
-		bounds = append(bounds, bounds[len(bounds)-1]+int64(RecordLen(len(p))))
+		bounds = append(bounds, w.Size()-int64(RecordLen(len(p))))
 		if i%4 == 0 {
 			if err := w.Sync(); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
+	bounds = append(bounds, w.Size())
 	if err := w.Sync(); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@
 //	 0        8           12                    20          24
 //	+---------+-----------+---------------------+-----------+
 //	| magic   | version   | segment number      | crc32c    |
-//	| 8 bytes | u32 (= 1) | u64                 | u32       |
+//	| 8 bytes | u32 (= 2) | u64                 | u32       |
 //	+---------+-----------+---------------------+-----------+
 //	                                 crc32c covers bytes 0..20
 //
@@ -22,9 +22,27 @@
 //	+----------+----------+--------+-------------------------+
 //	           \____________ crc32c covers these ____________/
 //
-// crc32c is CRC-32 with the Castagnoli polynomial. The only record type is
-// 1 (a full record: the payload is one engine batch). length is at most
-// MaxRecordSize.
+// crc32c is CRC-32 with the Castagnoli polynomial. length is at most
+// MaxRecordSize. Record types:
+//
+//   - 1, a full record: the payload is one engine batch.
+//   - 2, a sync mark (version 2 only): the payload is 8 bytes, a u64, the
+//     segment offset through which the segment was durable (the end of the
+//     last completed Sync) when the mark was appended.
+//
+// Sync mark (SyncMarkSize = 17 bytes):
+//
+//	 0          4            8        9                     17
+//	+----------+------------+--------+----------------------+
+//	| crc32c   | length = 8 | type=2 | synced offset u64    |
+//	+----------+------------+--------+----------------------+
+//
+// The Writer appends a mark in front of the first record appended after a
+// Sync that made records durable (not for a Sync of the header alone). A
+// segment written without Sync has no marks; a synced commit pays one mark
+// per sync group.
+// A mark's value is at most its own offset. Version 1 segments (no marks)
+// are still read; a mark in a version 1 segment is corruption.
 //
 // End of segment: a record header of nine zero bytes (or fewer than nine
 // zero bytes at the end of the file) marks the end of the records. No real
@@ -46,16 +64,27 @@
 // treated like a torn write at offset 0 (a crash right after the segment
 // was created).
 //
-// # Torn writes
+// # Torn writes and damage
 //
-// A crash can leave the last records of the newest segment partly written.
-// Replay stops at the first record that is truncated, fails its CRC, or
-// announces an impossible length, and reports where (TornOffset) instead of
-// failing; the caller decides whether that is an acceptable torn tail (the
-// newest segment) or corruption (an older, fully synced segment), using
-// ReplayResult.TornError for the latter. A record whose CRC is valid but
-// whose type is unknown cannot come from a torn write and is reported as
-// corruption directly.
+// A crash can leave the last records of the newest segment partly written,
+// in any order of pages, but only in bytes written after the last
+// completed Sync: the bytes a completed Sync covered are on disk. Replay
+// stops at the first record that is truncated, fails its CRC, or announces
+// an impossible length (or at non-zero bytes after an end marker), at
+// offset X. It then scans the rest of the segment byte by byte for intact
+// records (ReplayResult.LostRecords, LostBytes) and sync marks. A valid
+// mark with a value above X proves that a Sync completed after the bytes at
+// X were written, so they were durable: that is damage (bit rot, tampering),
+// not a crash, and Replay returns a corruption error at X. Otherwise Replay
+// reports a torn record (TornOffset) instead of failing; the caller decides
+// whether that is an acceptable torn tail (the newest segment) or
+// corruption (an older, fully synced segment), using ReplayResult.TornError
+// for the latter. A record whose CRC is valid but whose type is unknown, or
+// a sync mark of the wrong length or an impossible value, cannot come from
+// a torn write and is reported as corruption directly.
+//
+// Damage inside the last sync group of a segment has no mark after it and
+// reads as a torn tail.
 package wal
 
 import (
@@ -76,8 +105,12 @@ import (
 // Magic opens every segment: "MFLYWAL" followed by 0x1a.
 const Magic uint64 = 0x1a4c4157594c464d
 
-// Version is the segment format version this package writes and reads.
-const Version uint32 = 1
+// Version is the segment format version this package writes. Replay reads
+// versions 1 (no sync marks) and 2.
+const Version uint32 = 2
+
+// versionNoMarks is the first version, which has no sync marks.
+const versionNoMarks uint32 = 1
 
 // HeaderSize is the size of the segment header.
 const HeaderSize = 24
@@ -90,6 +123,13 @@ const MaxRecordSize = 256 << 20
 
 // RecordTypeFull marks a record whose payload is complete in itself.
 const RecordTypeFull uint8 = 1
+
+// RecordTypeSyncMark marks a sync mark: its 8-byte payload is the offset
+// through which the segment was durable when the mark was appended.
+const RecordTypeSyncMark uint8 = 2
+
+// SyncMarkSize is the encoded size of a sync mark.
+const SyncMarkSize = RecordHeaderSize + 8
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -109,10 +149,23 @@ func AppendRecord(dst, payload []byte) []byte {
 	if len(payload) > MaxRecordSize {
 		panic(fmt.Sprintf("wal: record of %d bytes exceeds MaxRecordSize", len(payload)))
 	}
+	return appendTyped(dst, RecordTypeFull, payload)
+}
+
+// appendSyncMark appends a sync mark recording that the segment was durable
+// through offset synced.
+func appendSyncMark(dst []byte, synced int64) []byte {
+	var v [8]byte
+	binary.LittleEndian.PutUint64(v[:], uint64(synced))
+	return appendTyped(dst, RecordTypeSyncMark, v[:])
+}
+
+// appendTyped appends a record of type typ carrying payload to dst.
+func appendTyped(dst []byte, typ uint8, payload []byte) []byte {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0) // crc, filled in below
 	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(payload)))
-	dst = append(dst, RecordTypeFull)
+	dst = append(dst, typ)
 	dst = append(dst, payload...)
 	crc := crc32.Checksum(dst[start+4:], crcTable)
 	binary.LittleEndian.PutUint32(dst[start:], crc)
@@ -163,6 +216,8 @@ type Writer struct {
 	writing  bool       // a write to lw is in progress (flusher or WriteSync)
 	appended int64      // bytes appended, header included
 	written  int64      // bytes handed to lw
+	synced   int64      // bytes [0, synced) are durable: the largest target of a completed Sync
+	marked   int64      // the value of the last sync mark appended (HeaderSize before the first)
 	err      error      // sticky: after a failed write the segment's tail is unknown
 	closing  bool
 	done     chan struct{}
@@ -233,6 +288,7 @@ func NewWriter(lw storage.LogWriter, segNum uint64) (*Writer, error) {
 		return nil, fmt.Errorf("wal: write segment header: %w", err)
 	}
 	w.appended, w.written = int64(n), int64(n)
+	w.synced, w.marked = int64(n), int64(n) // a Sync of the header alone needs no mark
 	go w.flushLoop()
 	return w, nil
 }
@@ -298,11 +354,19 @@ func (w *Writer) Write(records []byte) error {
 	return nil
 }
 
-// appendLocked appends records to the pending bytes; the caller holds mu.
+// appendLocked appends records to the pending bytes, preceded by a sync
+// mark if a Sync that made records durable completed since the last mark;
+// the caller holds mu.
 func (w *Writer) appendLocked(records []byte) error {
-	// Wait while the records would take the pending buffer past
-	// maxPending (an oversized write into an empty buffer goes through).
-	for w.err == nil && !w.closing && len(w.pending) > 0 && len(w.pending)+len(records) > maxPending {
+	size := func() int {
+		if w.synced > w.marked {
+			return SyncMarkSize + len(records)
+		}
+		return len(records)
+	}
+	// Wait while the bytes would take the pending buffer past maxPending
+	// (an oversized write into an empty buffer goes through).
+	for w.err == nil && !w.closing && len(w.pending) > 0 && len(w.pending)+size() > maxPending {
 		w.progress.Wait()
 	}
 	if w.err != nil {
@@ -311,20 +375,23 @@ func (w *Writer) appendLocked(records []byte) error {
 	if w.closing {
 		return errors.New("wal: writer is closed")
 	}
-	if len(records) > maxPending {
-		// The wait left pending empty: the records get a Go heap buffer
-		// of their own, dropped after its write.
+	n := size()
+	if n > maxPending {
+		// The wait left pending empty: the bytes get a Go heap buffer of
+		// their own, dropped after its write.
 		w.recycle(w.pending)
-		w.pending = append(make([]byte, 0, len(records)), records...)
-	} else {
-		if w.pending == nil {
-			w.pending = w.takeBuf()
-		}
-		// The wait guarantees the records fit, so append never moves an
-		// own buffer to the Go heap.
-		w.pending = append(w.pending, records...)
+		w.pending = make([]byte, 0, n)
+	} else if w.pending == nil {
+		w.pending = w.takeBuf()
 	}
-	w.appended += int64(len(records))
+	// The wait guarantees the bytes fit, so append never moves an own
+	// buffer to the Go heap.
+	if w.synced > w.marked {
+		w.pending = appendSyncMark(w.pending, w.synced)
+		w.marked = w.synced
+	}
+	w.pending = append(w.pending, records...)
+	w.appended += int64(n)
 	return nil
 }
 
@@ -380,6 +447,11 @@ func (w *Writer) WriteSync(records []byte) error {
 		w.mu.Unlock()
 		return err
 	}
+	w.mu.Lock()
+	// Every byte before target was written before the sync began, so it is
+	// durable now; the next append carries a mark saying so.
+	w.synced = max(w.synced, target)
+	w.mu.Unlock()
 	return nil
 }
 
@@ -391,7 +463,9 @@ func (w *Writer) Size() int64 {
 }
 
 // Close hands every appended record to the operating system, stops the
-// flusher and closes the underlying log, without syncing it.
+// flusher and closes the underlying log, without syncing it. It appends no
+// sync mark: a write that fails there would leave a torn record at the end
+// of a segment that a rotation already made older than the newest.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	if w.closing {
@@ -434,15 +508,35 @@ type ReplayResult struct {
 	ValidBytes int64
 	// FileSize is the size of the segment as read.
 	FileSize int64
-	// TornOffset is the offset of the first record that could not be read,
-	// or -1 if the segment ended cleanly.
+	// TornOffset is where replay stopped at damaged or incomplete data: the
+	// offset of the first record that could not be read, 0 for a missing or
+	// damaged header. It is -1 if the segment ended cleanly, or if fn or a
+	// read failed.
 	TornOffset int64
 	// TornReason says what was wrong at TornOffset.
 	TornReason string
+	// The fields below describe the bytes from TornOffset to the end of the
+	// segment, found by a byte-by-byte scan when TornOffset >= 0: what a
+	// recovery that stops at TornOffset drops.
+	//
+	// LostRecords is the number of intact full records (with a valid CRC)
+	// found after TornOffset.
+	LostRecords int
+	// LostBytes is the number of bytes from TornOffset to the last non-zero
+	// byte of the segment (zero padding is not counted).
+	LostBytes int64
+	// SyncedThrough is the largest value of a sync mark found after
+	// TornOffset (0 if none). Above TornOffset, it proves that the bytes at
+	// TornOffset were durable before they were damaged.
+	SyncedThrough int64
 }
 
 // Torn reports whether replay stopped at a damaged or incomplete record.
 func (r ReplayResult) Torn() bool { return r.TornOffset >= 0 }
+
+// SyncedDamage reports whether replay stopped at damage in bytes that a
+// later completed Sync had made durable: corruption, not a torn write.
+func (r ReplayResult) SyncedDamage() bool { return r.TornOffset >= 0 && r.SyncedThrough > r.TornOffset }
 
 // TornError returns a corruption error naming segment name and TornOffset,
 // or nil if the segment ended cleanly. Use it when a torn tail is not
@@ -451,65 +545,99 @@ func (r ReplayResult) TornError(name string) error {
 	if r.TornOffset < 0 {
 		return nil
 	}
-	return format.Corruptf(name, r.TornOffset, "torn or damaged WAL record (%d bytes of %d valid): %s",
-		r.ValidBytes, r.FileSize, r.TornReason)
+	return format.Corruptf(name, r.TornOffset, "torn or damaged WAL record (%d bytes of %d valid; %d intact records in %d bytes after it): %s",
+		r.ValidBytes, r.FileSize, r.LostRecords, r.LostBytes, r.TornReason)
 }
 
 // readChunk is the read-ahead size used by Replay.
 const readChunk = 256 << 10
 
 // Replay reads segment name from s, checks that its header names segment
-// wantSegNum, and calls fn with the payload of each intact record in order.
-// The payload aliases a buffer that is valid only during the call.
+// wantSegNum, and calls fn with the payload of each intact full record in
+// order. The payload aliases a buffer that is valid only during the call.
 //
 // A bad header returns a corruption error at offset 0, except that a
 // segment shorter than the header, or with an all-zero header, yields zero
 // records with TornOffset 0. A torn or damaged record stops the replay and
-// is reported in the result with a nil error (see the package
-// documentation). An error returned by fn stops the replay and is returned
-// as is, with the result so far.
+// is reported in the result with a nil error, unless a sync mark after it
+// proves it was durable: then the error is a corruption error at the
+// record's offset (see the package documentation). An error returned by fn
+// stops the replay and is returned as is, with the result so far. Whenever
+// TornOffset is set, the Lost fields describe the rest of the segment.
 func Replay(s storage.Storage, name string, wantSegNum uint64, fn func(payload []byte) error) (ReplayResult, error) {
-	res := ReplayResult{TornOffset: -1}
+	return ReplayRecords(s, name, wantSegNum, func(_ int64, payload []byte) error { return fn(payload) })
+}
+
+// ReplayRecords is Replay passing fn each record's offset in the segment
+// too (sync marks, which fn does not see, take room between records).
+func ReplayRecords(s storage.Storage, name string, wantSegNum uint64, fn func(off int64, payload []byte) error) (ReplayResult, error) {
 	r, err := s.Open(name)
 	if err != nil {
-		return res, err
+		return ReplayResult{TornOffset: -1}, err
 	}
 	defer r.Close()
-	size := r.Size()
-	res.FileSize = size
-	br := bufio.NewReaderSize(io.NewSectionReader(r, 0, size), readChunk)
+	rp := replayer{r: r, name: name, res: ReplayResult{TornOffset: -1, FileSize: r.Size()}, version: Version}
+	err = rp.run(wantSegNum, 0, fn)
+	return rp.res, err
+}
 
-	torn := func(off int64, format string, args ...any) (ReplayResult, error) {
-		res.TornOffset = off
-		res.TornReason = fmt.Sprintf(format, args...)
-		return res, nil
+// ReplayFrom is Replay reading segment name from r, starting at offset
+// start: 0 reads and checks the header; a larger start must be a record
+// boundary past a header checked before (a reader following a live
+// segment), and offsets in the result are segment offsets either way.
+func ReplayFrom(r storage.ObjectReader, name string, wantSegNum uint64, start int64, fn func(payload []byte) error) (ReplayResult, error) {
+	rp := replayer{r: r, name: name, res: ReplayResult{TornOffset: -1, FileSize: r.Size()}, version: Version}
+	err := rp.run(wantSegNum, start, func(_ int64, payload []byte) error { return fn(payload) })
+	return rp.res, err
+}
+
+// replayer is the state of one Replay.
+type replayer struct {
+	r       storage.ObjectReader
+	name    string
+	res     ReplayResult
+	version uint32
+}
+
+// stop records that replay stopped at damaged or incomplete data at off,
+// scans the rest of the segment, and returns err, or a corruption error if
+// err is nil and a sync mark proves that the data at off was durable.
+func (rp *replayer) stop(off int64, err error, reason string, args ...any) error {
+	rp.res.TornOffset = off
+	rp.res.TornReason = fmt.Sprintf(reason, args...)
+	if serr := rp.scanLost(off); serr != nil {
+		return fmt.Errorf("wal: read %s after offset %d: %w", rp.name, off, serr)
+	}
+	if err == nil && rp.res.SyncedDamage() {
+		err = format.Corruptf(rp.name, off, "damaged WAL record in data a later sync made durable (a sync mark records the segment durable through offset %d; %d intact records in %d bytes follow): %s",
+			rp.res.SyncedThrough, rp.res.LostRecords, rp.res.LostBytes, rp.res.TornReason)
+	}
+	return err
+}
+
+func (rp *replayer) run(wantSegNum uint64, start int64, fn func(off int64, payload []byte) error) error {
+	size := rp.res.FileSize
+	name := rp.name
+	if start > 0 && (start < HeaderSize || start > size) {
+		return fmt.Errorf("wal: replay %s from offset %d: not a record boundary of a %d-byte segment", name, start, size)
+	}
+	br := bufio.NewReaderSize(io.NewSectionReader(rp.r, start, size-start), readChunk)
+	if start == 0 {
+		if size < HeaderSize {
+			return rp.stop(0, nil, "segment of %d bytes is shorter than its %d-byte header", size, HeaderSize)
+		}
+		var hdr [HeaderSize]byte
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			return fmt.Errorf("wal: read header of %s: %w", name, err)
+		}
+		if ok, err := rp.checkHeader(hdr[:], wantSegNum); !ok {
+			return err
+		}
+		start = HeaderSize
 	}
 
-	if size < HeaderSize {
-		return torn(0, "segment of %d bytes is shorter than its %d-byte header", size, HeaderSize)
-	}
-	var hdr [HeaderSize]byte
-	if _, err := io.ReadFull(br, hdr[:]); err != nil {
-		return res, fmt.Errorf("wal: read header of %s: %w", name, err)
-	}
-	if allZero(hdr[:]) {
-		return torn(0, "segment header is all zero")
-	}
-	if m := binary.LittleEndian.Uint64(hdr[0:]); m != Magic {
-		return res, format.Corruptf(name, 0, "bad WAL magic %#016x", m)
-	}
-	if got, want := binary.LittleEndian.Uint32(hdr[20:]), crc32.Checksum(hdr[:20], crcTable); got != want {
-		return res, format.Corruptf(name, 0, "WAL header checksum %#08x, computed %#08x", got, want)
-	}
-	if v := binary.LittleEndian.Uint32(hdr[8:]); v != Version {
-		return res, format.Corruptf(name, 0, "unsupported WAL version %d", v)
-	}
-	if n := binary.LittleEndian.Uint64(hdr[12:]); n != wantSegNum {
-		return res, format.Corruptf(name, 0, "WAL header names segment %d, expected %d", n, wantSegNum)
-	}
-
-	off := int64(HeaderSize)
-	res.ValidBytes = off
+	off := start
+	rp.res.ValidBytes = off
 	var rh [RecordHeaderSize]byte
 	var payload []byte
 	for off < size {
@@ -517,66 +645,110 @@ func Replay(s storage.Storage, name string, wantSegNum uint64, fn func(payload [
 		if remain < RecordHeaderSize {
 			n, err := io.ReadFull(br, rh[:remain])
 			if err != nil {
-				return res, fmt.Errorf("wal: read %s at offset %d: %w", name, off, err)
+				return fmt.Errorf("wal: read %s at offset %d: %w", name, off, err)
 			}
 			if allZero(rh[:n]) {
-				return res, nil // zero padding shorter than a header
+				return nil // zero padding shorter than a header
 			}
-			return torn(off, "truncated record header (%d of %d bytes)", remain, RecordHeaderSize)
+			return rp.stop(off, nil, "truncated record header (%d of %d bytes)", remain, RecordHeaderSize)
 		}
 		if _, err := io.ReadFull(br, rh[:]); err != nil {
-			return res, fmt.Errorf("wal: read %s at offset %d: %w", name, off, err)
+			return fmt.Errorf("wal: read %s at offset %d: %w", name, off, err)
 		}
 		if allZero(rh[:]) {
 			// End marker: the rest must be zero padding.
 			nz, err := firstNonZero(br, off+RecordHeaderSize)
 			if err != nil {
-				return res, fmt.Errorf("wal: read %s: %w", name, err)
+				return fmt.Errorf("wal: read %s: %w", name, err)
 			}
 			if nz >= 0 {
-				return torn(off, "end marker at offset %d followed by non-zero data at offset %d", off, nz)
+				return rp.stop(off, nil, "end marker at offset %d followed by non-zero data at offset %d", off, nz)
 			}
-			return res, nil
+			return nil
 		}
 		crc := binary.LittleEndian.Uint32(rh[0:])
 		length := binary.LittleEndian.Uint32(rh[4:])
 		typ := rh[8]
 		if length > MaxRecordSize {
-			return torn(off, "record length %d exceeds the maximum %d", length, MaxRecordSize)
+			return rp.stop(off, nil, "record length %d exceeds the maximum %d", length, MaxRecordSize)
 		}
 		if int64(length) > remain-RecordHeaderSize {
-			return torn(off, "record of %d bytes truncated: only %d bytes remain", length, remain-RecordHeaderSize)
+			return rp.stop(off, nil, "record of %d bytes truncated: only %d bytes remain", length, remain-RecordHeaderSize)
 		}
 		if cap(payload) < int(length) {
 			payload = make([]byte, length)
 		}
 		payload = payload[:length]
 		if _, err := io.ReadFull(br, payload); err != nil {
-			return res, fmt.Errorf("wal: read %s at offset %d: %w", name, off, err)
+			return fmt.Errorf("wal: read %s at offset %d: %w", name, off, err)
 		}
 		sum := crc32.Update(crc32.Checksum(rh[4:], crcTable), crcTable, payload)
 		if sum != crc {
-			return torn(off, "record checksum %#08x, computed %#08x", crc, sum)
+			return rp.stop(off, nil, "record checksum %#08x, computed %#08x", crc, sum)
 		}
-		if typ != RecordTypeFull {
-			return res, format.Corruptf(name, off, "record with valid checksum has unknown type %d", typ)
-		}
-		if err := fn(payload); err != nil {
-			if errors.Is(err, format.ErrCorruption) {
-				var ce *format.CorruptionError
-				if !errors.As(err, &ce) {
-					// A record that passed its checksum but does not decode:
-					// name the segment and the record's offset.
-					return res, format.Corruptf(name, off, "record does not decode: %v", err)
+		switch {
+		case typ == RecordTypeFull:
+			if err := fn(off, payload); err != nil {
+				if errors.Is(err, format.ErrCorruption) {
+					var ce *format.CorruptionError
+					if !errors.As(err, &ce) {
+						// A record that passed its checksum but does not
+						// decode: name the segment and the record's offset.
+						err = format.Corruptf(name, off, "record does not decode: %v", err)
+					}
+					return rp.stop(off, err, "record does not decode")
 				}
+				return err
 			}
-			return res, err
+			rp.res.Records++
+		case typ == RecordTypeSyncMark && rp.version > versionNoMarks:
+			if err := checkSyncMark(payload, off); err != nil {
+				return rp.stop(off, format.Corruptf(name, off, "%v", err), "%v", err)
+			}
+		default:
+			err := format.Corruptf(name, off, "record with valid checksum has unknown type %d (segment version %d)", typ, rp.version)
+			return rp.stop(off, err, "unknown record type %d", typ)
 		}
 		off += RecordHeaderSize + int64(length)
-		res.Records++
-		res.ValidBytes = off
+		rp.res.ValidBytes = off
 	}
-	return res, nil
+	return nil
+}
+
+// checkHeader checks a segment header read in full. A damaged header stops
+// the replay at offset 0: it returns false and the error to return (nil for
+// an all-zero header, a torn write).
+func (rp *replayer) checkHeader(hdr []byte, wantSegNum uint64) (bool, error) {
+	name := rp.name
+	if allZero(hdr) {
+		return false, rp.stop(0, nil, "segment header is all zero")
+	}
+	if m := binary.LittleEndian.Uint64(hdr[0:]); m != Magic {
+		return false, rp.stop(0, format.Corruptf(name, 0, "bad WAL magic %#016x", m), "bad magic")
+	}
+	if got, want := binary.LittleEndian.Uint32(hdr[20:]), crc32.Checksum(hdr[:20], crcTable); got != want {
+		return false, rp.stop(0, format.Corruptf(name, 0, "WAL header checksum %#08x, computed %#08x", got, want), "bad header checksum")
+	}
+	rp.version = binary.LittleEndian.Uint32(hdr[8:])
+	if rp.version != versionNoMarks && rp.version != Version {
+		return false, rp.stop(0, format.Corruptf(name, 0, "unsupported WAL version %d (this build reads 1 and 2)", rp.version), "unsupported version")
+	}
+	if n := binary.LittleEndian.Uint64(hdr[12:]); n != wantSegNum {
+		return false, rp.stop(0, format.Corruptf(name, 0, "WAL header names segment %d, expected %d", n, wantSegNum), "wrong segment number")
+	}
+	return true, nil
+}
+
+// checkSyncMark checks the payload of a sync mark found at offset off: a
+// mark cannot record more than what was written before it.
+func checkSyncMark(payload []byte, off int64) error {
+	if len(payload) != 8 {
+		return fmt.Errorf("sync mark with a %d-byte payload, want 8", len(payload))
+	}
+	if v := binary.LittleEndian.Uint64(payload); v < HeaderSize || v > uint64(off) {
+		return fmt.Errorf("sync mark at offset %d records the segment durable through offset %d", off, v)
+	}
+	return nil
 }
 
 func allZero(b []byte) bool {

@@ -58,8 +58,16 @@ func newTestWriter(t testing.TB, s storage.Storage, name string) *Writer {
 }
 
 // writeSegment writes payloads as segment testSeg named name, grouping a few
-// records per Write, and returns the Writer's final size.
+// records per Write and syncing every ten records and at the end, and
+// returns the segment's size once closed.
 func writeSegment(t testing.TB, s storage.Storage, name string, payloads [][]byte) int64 {
+	t.Helper()
+	return writeSegmentSyncEvery(t, s, name, payloads, 10)
+}
+
+// writeSegmentSyncEvery is writeSegment syncing after every syncEvery-th
+// record and at the end, or never if syncEvery is 0.
+func writeSegmentSyncEvery(t testing.TB, s storage.Storage, name string, payloads [][]byte, syncEvery int) int64 {
 	t.Helper()
 	w := newTestWriter(t, s, name)
 	var buf []byte
@@ -71,20 +79,21 @@ func writeSegment(t testing.TB, s storage.Storage, name string, payloads [][]byt
 			}
 			buf = buf[:0]
 		}
-		if i%10 == 0 {
+		if syncEvery > 0 && i%syncEvery == 0 {
 			if err := w.Sync(); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := w.Sync(); err != nil {
-		t.Fatal(err)
+	if syncEvery > 0 {
+		if err := w.Sync(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	size := w.Size()
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return size
+	return w.Size()
 }
 
 func replayAll(t testing.TB, s storage.Storage, name string) ([][]byte, ReplayResult, error) {
@@ -193,7 +202,7 @@ func TestTornTail(t *testing.T) {
 	}
 	payloads = append(payloads, bytes.Repeat([]byte("last record "), 30))
 	src := storage.NewMem()
-	writeSegment(t, src, "wal/full", payloads)
+	writeSegmentSyncEvery(t, src, "wal/full", payloads, 0) // no sync marks: every cut is a torn write
 	full, err := storage.ReadAll(src, "wal/full")
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +255,7 @@ func TestBitFlips(t *testing.T) {
 	payloads := testPayloads(rng, 6)
 	payloads[3] = []byte("the record to damage")
 	src := storage.NewMem()
-	writeSegment(t, src, "wal/full", payloads)
+	writeSegmentSyncEvery(t, src, "wal/full", payloads, 0) // no sync marks: damage reads as torn
 	full, _ := storage.ReadAll(src, "wal/full")
 	start := int64(HeaderSize)
 	for _, p := range payloads[:3] {
@@ -265,6 +274,11 @@ func TestBitFlips(t *testing.T) {
 			}
 			if !samePayloads(got, payloads[:3]) || res.TornOffset != start || res.ValidBytes != start {
 				t.Fatalf("flip %d.%d: %d records, %+v; want torn at %d", off, bit, len(got), res, start)
+			}
+			// The resync scan finds the two records after the damaged one.
+			if res.LostRecords != 2 || res.LostBytes != int64(len(full))-start || res.SyncedThrough != 0 {
+				t.Fatalf("flip %d.%d: lost %d records, %d bytes, synced through %d; want 2, %d, 0",
+					off, bit, res.LostRecords, res.LostBytes, res.SyncedThrough, int64(len(full))-start)
 			}
 		}
 	}
@@ -290,9 +304,9 @@ func TestBadHeader(t *testing.T) {
 	if !errors.Is(err, format.ErrCorruption) || !strings.Contains(err.Error(), "segment 7") {
 		t.Fatalf("wrong segment: %v", err)
 	}
-	// A header with a valid checksum but another version.
+	// A header with a valid checksum but a version this build does not know.
 	data := bytes.Clone(full)
-	data[8] = 2
+	data[8] = 3
 	binary.LittleEndian.PutUint32(data[20:], crc32.Checksum(data[:20], crcTable))
 	s := storage.NewMem()
 	putLog(t, s, "wal/v", data)
@@ -344,6 +358,34 @@ func TestUnknownTypeIsCorruption(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Offset != off || len(got) != 1 {
 		t.Fatalf("err %v, %d records", err, len(got))
 	}
+}
+
+// testRecord is one record found by splitRecords.
+type testRecord struct {
+	off     int64
+	typ     uint8
+	payload []byte
+}
+
+func (r testRecord) end() int64 { return r.off + int64(RecordLen(len(r.payload))) }
+
+// splitRecords splits the records of an intact segment (its CRCs are not
+// checked) up to its end or an end marker.
+func splitRecords(seg []byte) []testRecord {
+	var out []testRecord
+	for off := int64(HeaderSize); off+RecordHeaderSize <= int64(len(seg)) && seg[off+8] != 0; {
+		n := int64(binary.LittleEndian.Uint32(seg[off+4:]))
+		out = append(out, testRecord{off, seg[off+8], seg[off+RecordHeaderSize : off+RecordHeaderSize+n]})
+		off += RecordHeaderSize + n
+	}
+	return out
+}
+
+// flipByte returns a copy of b with the byte at off inverted.
+func flipByte(b []byte, off int) []byte {
+	c := bytes.Clone(b)
+	c[off] ^= 0xff
+	return c
 }
 
 // crcFix recomputes the CRC of one encoded record in place.
@@ -496,18 +538,19 @@ func FuzzReplay(f *testing.F) {
 	f.Add(append(bytes.Clone(seg), make([]byte, 20)...))
 	huge := append(AppendHeader(nil, testSeg), 0, 0, 0, 0, 0xff, 0xff, 0xff, 0x0f, 1)
 	f.Add(huge)
+	marked := appendSyncMark(AppendRecord(AppendHeader(nil, testSeg), []byte("synced")), int64(HeaderSize+RecordLen(6)))
+	marked = AppendRecord(marked, []byte("after the mark"))
+	f.Add(marked)
+	f.Add(flipByte(marked, HeaderSize+RecordHeaderSize+2))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := storage.NewMem()
 		putLog(t, s, "wal/f", data)
-		var re []byte
+		var got [][]byte
 		res, err := Replay(s, "wal/f", testSeg, func(p []byte) error {
 			if len(p) > len(data) {
 				t.Fatalf("payload of %d bytes from %d-byte file", len(p), len(data))
 			}
-			if len(re) == 0 {
-				re = AppendHeader(re, testSeg)
-			}
-			re = AppendRecord(re, p)
+			got = append(got, bytes.Clone(p))
 			return nil
 		})
 		if err != nil {
@@ -522,9 +565,18 @@ func FuzzReplay(f *testing.F) {
 		if res.TornOffset != -1 && res.TornOffset != res.ValidBytes {
 			t.Fatalf("torn offset %d != valid bytes %d", res.TornOffset, res.ValidBytes)
 		}
-		// The intact records re-encode to exactly the valid prefix.
-		if res.Records > 0 && !bytes.Equal(re, data[:res.ValidBytes]) {
-			t.Fatalf("re-encoding differs from the valid prefix")
+		// The valid prefix is exactly the intact records (and sync marks).
+		if res.Records > 0 {
+			var want [][]byte
+			recs := splitRecords(data[:res.ValidBytes])
+			for _, r := range recs {
+				if r.typ == RecordTypeFull {
+					want = append(want, r.payload)
+				}
+			}
+			if !samePayloads(got, want) || recs[len(recs)-1].end() != res.ValidBytes {
+				t.Fatalf("the valid prefix is not the records replayed")
+			}
 		}
 	})
 }
@@ -842,5 +894,279 @@ func TestPendingBufferGrowsToMaxPending(t *testing.T) {
 	}
 	if g.writes != 3 {
 		t.Fatalf("%d log writes, want 3 (header, first record, the piled-up records)", g.writes)
+	}
+}
+
+// marksOf returns the offset and value of every sync mark in seg.
+func marksOf(seg []byte) [][2]int64 {
+	var out [][2]int64
+	for _, r := range splitRecords(seg) {
+		if r.typ == RecordTypeSyncMark {
+			out = append(out, [2]int64{r.off, int64(binary.LittleEndian.Uint64(r.payload))})
+		}
+	}
+	return out
+}
+
+// TestSyncMarks checks where the Writer puts sync marks: in front of the
+// first record appended after a Sync that made records durable, carrying
+// that Sync's end; never without a Sync, never for a Sync of the header
+// alone, never at Close, once for several Syncs in a row.
+func TestSyncMarks(t *testing.T) {
+	s := storage.NewMem()
+	w := newTestWriter(t, s, "wal/m")
+	rec := func(p string) []byte { return AppendRecord(nil, []byte(p)) }
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(w.Sync()) // the header alone: no mark
+	must(w.Write(rec("a")))
+	must(w.Write(rec("b")))
+	afterB := w.Size()
+	must(w.Sync())
+	must(w.Sync()) // nothing new: the same offset
+	must(w.Write(rec("c")))
+	must(w.Write(rec("d"))) // no Sync since the mark: no mark
+	must(w.WriteSync(rec("e")))
+	afterE := w.Size()
+	must(w.WriteSync(rec("f")))
+	afterF := w.Size()
+	must(w.Close())
+	seg, err := storage.ReadAll(s, "wal/m")
+	must(err)
+	recs := splitRecords(seg)
+	var layout []string
+	for _, r := range recs {
+		if r.typ == RecordTypeSyncMark {
+			layout = append(layout, fmt.Sprintf("mark(%d)", binary.LittleEndian.Uint64(r.payload)))
+		} else {
+			layout = append(layout, string(r.payload))
+		}
+	}
+	want := []string{"a", "b", fmt.Sprintf("mark(%d)", afterB), "c", "d", "e",
+		fmt.Sprintf("mark(%d)", afterE), "f"}
+	if !slices.Equal(layout, want) {
+		t.Fatalf("segment holds %v, want %v", layout, want)
+	}
+	if int64(len(seg)) != afterF || recs[len(recs)-1].end() != int64(len(seg)) {
+		t.Fatalf("segment of %d bytes, want %d", len(seg), afterF)
+	}
+	got, res, err := replayAll(t, s, "wal/m")
+	if err != nil || res.Torn() || res.Records != 6 || res.ValidBytes != int64(len(seg)) {
+		t.Fatalf("replay: %v %+v", err, res)
+	}
+	if !samePayloads(got, [][]byte{[]byte("a"), []byte("b"), []byte("c"), []byte("d"), []byte("e"), []byte("f")}) {
+		t.Fatalf("replayed %q", got)
+	}
+
+	// ReplayRecords reports each record's offset past the marks.
+	var offs, wantOffs []int64
+	if _, err := ReplayRecords(s, "wal/m", testSeg, func(off int64, _ []byte) error { offs = append(offs, off); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.typ == RecordTypeFull {
+			wantOffs = append(wantOffs, r.off)
+		}
+	}
+	if !slices.Equal(offs, wantOffs) {
+		t.Fatalf("ReplayRecords offsets %v, want %v", offs, wantOffs)
+	}
+
+	// Without any Sync there is no mark.
+	s2 := storage.NewMem()
+	writeSegmentSyncEvery(t, s2, "wal/n", [][]byte{[]byte("x"), []byte("y")}, 0)
+	seg2, _ := storage.ReadAll(s2, "wal/n")
+	if m := marksOf(seg2); len(m) != 0 {
+		t.Fatalf("marks %v in a segment written without Sync", m)
+	}
+}
+
+// TestReplayVersion1 replays a version 1 segment built byte by byte (the
+// format before sync marks): it must still read, and a record of type 2 in
+// it is corruption, not a sync mark.
+func TestReplayVersion1(t *testing.T) {
+	castagnoli := crc32.MakeTable(crc32.Castagnoli)
+	seg := []byte{
+		'M', 'F', 'L', 'Y', 'W', 'A', 'L', 0x1a, // magic
+		1, 0, 0, 0, // version 1
+		testSeg, 0, 0, 0, 0, 0, 0, 0, // segment number
+		0, 0, 0, 0, // crc32c of bytes 0..20, below
+	}
+	binary.LittleEndian.PutUint32(seg[20:], crc32.Checksum(seg[:20], castagnoli))
+	record := func(typ byte, payload string) []byte {
+		r := append([]byte{0, 0, 0, 0, byte(len(payload)), 0, 0, 0, typ}, payload...)
+		binary.LittleEndian.PutUint32(r, crc32.Checksum(r[4:], castagnoli))
+		return r
+	}
+	seg = append(seg, record(1, "first batch")...)
+	seg = append(seg, record(1, "")...)
+	seg = append(seg, record(1, "third")...)
+	s := storage.NewMem()
+	putLog(t, s, "wal/v1", seg)
+	got, res, err := replayAll(t, s, "wal/v1")
+	if err != nil || res.Torn() || res.ValidBytes != int64(len(seg)) ||
+		!samePayloads(got, [][]byte{[]byte("first batch"), {}, []byte("third")}) {
+		t.Fatalf("version 1 segment: %v %+v %q", err, res, got)
+	}
+
+	markOff := int64(len(seg))
+	mark := record(2, "\x18\x00\x00\x00\x00\x00\x00\x00") // what version 2 reads as a mark through offset 24
+	putLog(t, s, "wal/v1mark", append(bytes.Clone(seg), mark...))
+	_, _, err = replayAll(t, s, "wal/v1mark")
+	var ce *format.CorruptionError
+	if !errors.As(err, &ce) || ce.Offset != markOff || !strings.Contains(err.Error(), "unknown type 2") {
+		t.Fatalf("type 2 in a version 1 segment: %v; want corruption at %d", err, markOff)
+	}
+}
+
+// syncedSegment writes n records, each with WriteSync (as synced commits
+// do), to a Mem log and returns the storage and each record's offset. With
+// closeIt the Writer is closed; otherwise the bytes are what a crash right
+// after the last Sync leaves. Either way the last record has no mark after
+// it.
+func syncedSegment(t *testing.T, n int, closeIt bool) (*storage.Mem, []int64) {
+	t.Helper()
+	s := storage.NewMem()
+	w := newTestWriter(t, s, "wal/s")
+	var offs []int64
+	for i := range n {
+		p := fmt.Appendf(nil, "synced commit %03d %s", i, strings.Repeat("v", i%40))
+		if err := w.WriteSync(AppendRecord(nil, p)); err != nil {
+			t.Fatal(err)
+		}
+		offs = append(offs, w.Size()-int64(RecordLen(len(p))))
+	}
+	if closeIt {
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return s, offs
+	}
+	return s.CrashClone(), offs
+}
+
+// TestSyncedDamageIsCorruption: damage in a record that a later sync mark
+// shows was durable is corruption at the record's offset; damage after the
+// last mark is a torn tail.
+func TestSyncedDamageIsCorruption(t *testing.T) {
+	const n = 50
+	for _, closed := range []bool{false, true} {
+		s, offs := syncedSegment(t, n, closed)
+		seg, _ := storage.ReadAll(s, "wal/s")
+		for _, k := range []int{0, 1, n / 2, n - 2, n - 1} {
+			for _, at := range []int64{0, 5, RecordHeaderSize + 3} { // CRC, length, payload
+				d := storage.NewMem()
+				putLog(t, d, "wal/d", flipByte(seg, int(offs[k]+at)))
+				got, res, err := replayAll(t, d, "wal/d")
+				what := fmt.Sprintf("closed %v, record %d, byte %d", closed, k, at)
+				if len(got) != k || res.TornOffset != offs[k] {
+					t.Fatalf("%s: %d records, %+v; want %d, stopped at %d", what, len(got), res, k, offs[k])
+				}
+				// No mark follows the last record.
+				if k == n-1 {
+					if err != nil || res.SyncedDamage() {
+						t.Fatalf("%s: %v %+v; want a torn tail", what, err, res)
+					}
+					continue
+				}
+				var ce *format.CorruptionError
+				if !errors.As(err, &ce) || ce.File != "wal/d" || ce.Offset != offs[k] || !res.SyncedDamage() {
+					t.Fatalf("%s: %v; want corruption at %d", what, err, offs[k])
+				}
+				if !strings.Contains(err.Error(), fmt.Sprintf("durable through offset %d", res.SyncedThrough)) || res.SyncedThrough <= offs[k] {
+					t.Fatalf("%s: %v (synced through %d) does not name the synced offset that proves it", what, err, res.SyncedThrough)
+				}
+				if at != 5 && res.LostRecords != n-1-k { // a damaged length may swallow or misplace the rest
+					t.Fatalf("%s: %d intact records after the damage, want %d", what, res.LostRecords, n-1-k)
+				}
+			}
+		}
+	}
+}
+
+// TestCrashAfterSyncIsTorn simulates crashes that lose or reorder the pages
+// written after the last completed Sync: whatever survives of them, replay
+// reports a torn tail, never corruption, because every mark after the
+// damage records a durable offset at or before it.
+func TestCrashAfterSyncIsTorn(t *testing.T) {
+	s := storage.NewMem()
+	w := newTestWriter(t, s, "wal/c")
+	for i := range 10 {
+		if err := w.WriteSync(AppendRecord(nil, fmt.Appendf(nil, "durable %d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	synced := w.Size()
+	// Unsynced: a mark of synced, then records; then another Sync never
+	// completes (the crash).
+	var unsynced []int64
+	for i := range 6 {
+		if err := w.Write(AppendRecord(nil, bytes.Repeat([]byte{byte('a' + i)}, 100))); err != nil {
+			t.Fatal(err)
+		}
+		unsynced = append(unsynced, w.Size()-int64(RecordLen(100)))
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	full, _ := storage.ReadAll(s, "wal/c")
+	// The first unsynced record carries the mark of the last Sync.
+	if m := marksOf(full); len(m) == 0 || m[len(m)-1] != [2]int64{synced, synced} {
+		t.Fatalf("marks %v; want the last at offset %d with value %d", m, synced, synced)
+	}
+	for _, tc := range []struct {
+		desc      string
+		zeroFrom  int64 // bytes [zeroFrom, zeroTo) never reached the disk
+		zeroTo    int64
+		wantTorn  int64
+		wantAfter int // intact records found after the damage
+	}{
+		{"the mark lost, later records kept", synced, unsynced[0], synced, 6},
+		{"a middle record lost", unsynced[2], unsynced[3], unsynced[2], 3},
+		{"half of a record lost", unsynced[3] + 50, unsynced[4], unsynced[3], 2},
+		{"everything after the sync lost", synced, int64(len(full)), -1, 0},
+	} {
+		img := bytes.Clone(full)
+		clear(img[tc.zeroFrom:tc.zeroTo])
+		d := storage.NewMem()
+		putLog(t, d, "wal/d", img)
+		_, res, err := replayAll(t, d, "wal/d")
+		if err != nil || res.TornOffset != tc.wantTorn || res.SyncedDamage() || res.LostRecords != tc.wantAfter {
+			t.Fatalf("%s: %v %+v; want torn at %d with %d intact records after it", tc.desc, err, res, tc.wantTorn, tc.wantAfter)
+		}
+	}
+}
+
+// TestReplayFrom replays the rest of a segment from a record boundary, as a
+// reader following a live segment does: offsets in the result, and in a
+// corruption error, are offsets in the segment.
+func TestReplayFrom(t *testing.T) {
+	s, offs := syncedSegment(t, 20, true)
+	seg, _ := storage.ReadAll(s, "wal/s")
+	r, err := s.Open("wal/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := 0
+	res, err := ReplayFrom(r, "wal/s", testSeg, offs[12], func([]byte) error { n++; return nil })
+	if err != nil || n != 8 || res.Records != 8 || res.ValidBytes != int64(len(seg)) || res.Torn() {
+		t.Fatalf("from record 12: %v, %d records, %+v", err, n, res)
+	}
+	d := storage.NewMem()
+	putLog(t, d, "wal/d", flipByte(seg, int(offs[15]+RecordHeaderSize)))
+	rd, _ := d.Open("wal/d")
+	defer rd.Close()
+	res, err = ReplayFrom(rd, "wal/d", testSeg, offs[12], func([]byte) error { return nil })
+	var ce *format.CorruptionError
+	if !errors.As(err, &ce) || ce.Offset != offs[15] || res.TornOffset != offs[15] || res.Records != 3 {
+		t.Fatalf("damage at %d: %v %+v", offs[15], err, res)
+	}
+	if _, err := ReplayFrom(rd, "wal/d", testSeg, HeaderSize-1, func([]byte) error { return nil }); err == nil {
+		t.Fatal("replay from inside the header succeeded")
 	}
 }

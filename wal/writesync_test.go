@@ -44,7 +44,8 @@ func (c *callerLog) Write(p []byte) (int, error) {
 // with an idle flusher makes one log write and one sync from the caller and
 // never hands the bytes to the flusher (which would cost two goroutine
 // wake-ups per commit). The header goes out in NewWriter, also from the
-// caller.
+// caller. (The sync mark in front of each commit after the first is part
+// of the commit's own write.)
 func TestWriteSyncWritesInline(t *testing.T) {
 	cl := &callerLog{}
 	w, err := NewWriter(cl, 1)

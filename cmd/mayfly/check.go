@@ -255,13 +255,11 @@ func checkTableFile(s storage.Storage, num uint64) error {
 
 // checkSegment replays one WAL segment and decodes every batch in it.
 func checkSegment(s storage.Storage, name string, num uint64) (records int, res wal.ReplayResult, err error) {
-	off := int64(wal.HeaderSize)
-	res, err = wal.Replay(s, name, num, func(payload []byte) error {
+	res, err = wal.ReplayRecords(s, name, num, func(off int64, payload []byte) error {
 		if err := checkBatch(payload); err != nil {
 			return format.Corruptf(name, off, "record decodes badly: %v", err)
 		}
 		records++
-		off += int64(wal.RecordLen(len(payload)))
 		return nil
 	})
 	return records, res, err

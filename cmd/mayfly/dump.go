@@ -378,14 +378,12 @@ func dumpSegment(t walTarget, values bool) (*walSegment, error) {
 		return nil, err
 	}
 	seg := &walSegment{File: t.display, Segment: num, Obsolete: t.obsolete, Records: []walRecord{}}
-	off := int64(wal.HeaderSize)
-	res, err := wal.Replay(t.store, t.name, num, func(payload []byte) error {
+	res, err := wal.ReplayRecords(t.store, t.name, num, func(off int64, payload []byte) error {
 		rec, err := decodeRecord(payload, off, values)
 		if err != nil {
 			return format.Corruptf(t.display, off, "record decodes badly: %v", err)
 		}
 		seg.Records = append(seg.Records, *rec)
-		off += int64(wal.RecordLen(len(payload)))
 		return nil
 	})
 	if err != nil {

@@ -1,10 +1,12 @@
 package corruption
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,16 +16,20 @@ import (
 
 // WAL segment layout (wal/wal.go): a 24-byte header, then records of
 // crc32c u32 | length u32 | type u8 | payload; the CRC covers length, type
-// and payload.
+// and payload. Type 1 holds a batch; type 2 is a sync mark, whose 8-byte
+// payload is the offset through which the segment was durable when it was
+// appended (one in front of the first record after each sync).
 const (
 	walHeaderLen = 24
 	recHeaderLen = 9
+	recSyncMark  = 2
 )
 
 type walRecord struct{ off, len int } // len is the payload length
 
 func (r walRecord) end() int { return r.off + recHeaderLen + r.len }
 
+// parseWAL returns the batch records of segment b (not its sync marks).
 func parseWAL(t *testing.T, b []byte) []walRecord {
 	t.Helper()
 	var out []walRecord
@@ -35,7 +41,9 @@ func parseWAL(t *testing.T, b []byte) []walRecord {
 		if off+recHeaderLen+n > len(b) {
 			t.Fatalf("record at %d runs past the segment", off)
 		}
-		out = append(out, walRecord{off, n})
+		if b[off+8] != recSyncMark {
+			out = append(out, walRecord{off, n})
+		}
 		off += recHeaderLen + n
 	}
 	return out
@@ -157,32 +165,185 @@ func TestWALTornTail(t *testing.T) {
 	})
 }
 
-// TestWALDamagedRecordInNewestSegment documents how damage inside the
-// newest segment is treated: like a torn write. A record that fails its
-// CRC ends the replay there, even when intact records follow; the rows of
-// that record and of every later one are dropped with a warning and
-// WALTornTails == 1. (A crash can leave unsynced records partly on disk in
-// any order, so the engine cannot tell this from a torn write; but note that
-// synced batches after the damage are lost without an error.)
+// TestWALDamagedRecordInNewestSegment: every batch of the newest segment
+// was committed with Sync, so a sync mark follows each record but the last:
+// a record before the last that fails its CRC lies in bytes a later sync
+// made durable. That is damage, not a torn write: Open fails with
+// ErrCorruption at the record's offset and changes nothing, and
+// WALRecoveryPointInTime opens at the last intact batch before it. Damage
+// in the last record, which no mark follows, cannot be told from a torn
+// write: it is dropped as a torn tail.
 func TestWALDamagedRecordInNewestSegment(t *testing.T) {
 	src, m, seg := oneSegment(t)
 	orig := readFile(t, src, seg)
 	recs := parseWAL(t, orig)
-	for _, i := range []int{39, 20} {
+	for _, i := range []int{39, 38, 20, 0} {
 		t.Run(fmt.Sprintf("record_%d_of_40", i+1), func(t *testing.T) {
 			dir := copyDir(t, src)
 			r := recs[i]
 			writeFile(t, dir, seg, flip(orig, r.off+recHeaderLen+r.len/2))
-			noPanic(t, "damaged", func() { openRecovered(t, dir, dropBatches(m, i, 40), 1) })
+			if i == 39 {
+				noPanic(t, "torn", func() { openRecovered(t, dir, dropBatches(m, 39, 40), 1) })
+				return
+			}
+			noPanic(t, "damaged", func() {
+				db, err := mayfly.Open(dir, walOptions())
+				if err == nil {
+					db.Close()
+					t.Fatal("Open succeeded with synced WAL data damaged")
+				}
+				checkCorruption(t, "Open", err, seg, func(o int64) bool { return o == int64(r.off) })
+				if !strings.Contains(err.Error(), "WALRecoveryPointInTime") {
+					t.Errorf("the error does not say how to accept the loss: %v", err)
+				}
+			})
+			noPanic(t, "point in time", func() {
+				openPointInTime(t, dir, dropBatches(m, i, 40), uint64(39-i))
+			})
 		})
 	}
+}
+
+// TestWALUnsyncedDamageIsTorn: without Sync no mark follows a record, so a
+// crash may have left any of them partly written: damage there is a torn
+// tail, dropped with the intact records after it, and counted.
+func TestWALUnsyncedDamageIsTorn(t *testing.T) {
+	src, m := t.TempDir(), newModel()
+	db, err := mayfly.Open(src, walOptions())
+	must(t, err)
+	for i := range 40 {
+		for j := range 3 {
+			must(t, db.Put([]byte(batchKey(i, j)), []byte(value(i))))
+			m.live[batchKey(i, j)] = value(i)
+		}
+	}
+	must(t, db.FlushWAL(false))
+	// A copy of the directory now is what a crash leaves: nothing synced.
+	dir := copyDir(t, src)
+	must(t, db.Close())
+	seg := files(t, dir, "wal", ".wal")[0]
+	orig := readFile(t, dir, seg)
+	recs := parseWAL(t, orig)
+	if len(recs) != 120 {
+		t.Fatalf("%d records, want 120", len(recs))
+	}
+	r := recs[60]
+	writeFile(t, dir, seg, flip(orig, r.off+recHeaderLen+r.len/2))
+	want := newModel()
+	for k, v := range m.live {
+		want.live[k] = v
+	}
+	for i := 20; i < 40; i++ {
+		for j := range 3 {
+			delete(want.live, batchKey(i, j))
+			want.dead[batchKey(i, j)] = true
+		}
+	}
+	noPanic(t, "torn", func() {
+		db, err := mayfly.Open(dir, walOptions())
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		defer db.Close()
+		met := db.Metrics()
+		if met.WALTornTails != 1 || met.WALRecordsDropped != 59 || met.WALBytesDropped != uint64(recs[119].end()-r.off) {
+			t.Errorf("torn tails %d, dropped %d records and %d bytes; want 1, 59, %d",
+				met.WALTornTails, met.WALRecordsDropped, met.WALBytesDropped, recs[119].end()-r.off)
+		}
+		verifyAll(t, "torn", db, want, nil, nil)
+	})
+}
+
+// openPointInTime opens dir with WALRecoveryPointInTime, which must
+// succeed, drop droppedRecords intact records and report them, and leave
+// the rows of m; then a default Open must find the same rows and nothing to
+// drop.
+func openPointInTime(t *testing.T, dir string, m *model, droppedRecords uint64) {
+	t.Helper()
+	o := walOptions()
+	o.WALRecovery = mayfly.WALRecoveryPointInTime
+	var events []mayfly.WALRecoveryInfo
+	o.EventListener = &mayfly.EventListener{WALRecovered: func(i mayfly.WALRecoveryInfo) { events = append(events, i) }}
+	db, err := mayfly.Open(dir, o)
+	if err != nil {
+		t.Fatalf("Open with WALRecoveryPointInTime: %v", err)
+	}
+	met := db.Metrics()
+	if met.WALRecordsDropped != droppedRecords || met.WALBytesDropped == 0 {
+		t.Errorf("dropped %d records, %d bytes; want %d records", met.WALRecordsDropped, met.WALBytesDropped, droppedRecords)
+	}
+	if len(events) != 1 || !events[0].Damaged || events[0].RecordsDropped != droppedRecords ||
+		events[0].BytesDropped != met.WALBytesDropped || events[0].Segment == "" {
+		t.Errorf("events %+v; want one reporting %d records and %d bytes", events, droppedRecords, met.WALBytesDropped)
+	}
+	verifyAll(t, "point in time", db, m, nil, nil)
+	verifyScan(t, "point in time", db, m, false)
+	must(t, db.Close())
+	db, err = mayfly.Open(dir, walOptions())
+	if err != nil {
+		t.Fatalf("second Open: %v", err)
+	}
+	defer db.Close()
+	if met := db.Metrics(); met.WALTornTails != 0 || met.WALRecordsDropped != 0 {
+		t.Errorf("second Open: torn tails %d, dropped %d", met.WALTornTails, met.WALRecordsDropped)
+	}
+	verifyAll(t, "second open", db, m, nil, nil)
+}
+
+// TestWALFlippedByteLosesSyncedRows is the scenario of issue 17: 510 rows
+// written with Sync, one byte flipped in the middle of the newest segment.
+// Open used to succeed and drop every later row, acknowledged ones
+// included; now it refuses, naming the segment and offset.
+func TestWALFlippedByteLosesSyncedRows(t *testing.T) {
+	src, m := t.TempDir(), newModel()
+	db, err := mayfly.Open(src, walOptions())
+	must(t, err)
+	for i := range 510 {
+		k, v := fmt.Sprintf("row%04d", i), value(i)
+		must(t, db.PutWith([]byte(k), []byte(v), mayfly.DefaultTTL(), mayfly.Sync))
+		m.live[k] = v
+	}
+	must(t, db.Close())
+	seg := files(t, src, "wal", ".wal")[0]
+	orig := readFile(t, src, seg)
+	recs := parseWAL(t, orig)
+	if len(recs) != 510 {
+		t.Fatalf("%d records, want 510", len(recs))
+	}
+	// A payload byte of the middle record (a byte at len/2 may fall in a
+	// sync mark instead, which is damage too, at the mark's offset).
+	hit := len(recs) / 2
+	mid := recs[hit].off + recHeaderLen + recs[hit].len/2
+	dir := copyDir(t, src)
+	writeFile(t, dir, seg, flip(orig, mid))
+
+	db, err = mayfly.Open(dir, walOptions())
+	if err == nil {
+		db.Close()
+		t.Fatalf("Open succeeded with byte %d of %s flipped", mid, seg)
+	}
+	checkCorruption(t, "Open", err, seg, func(o int64) bool { return o == int64(recs[hit].off) })
+	if got := readFile(t, dir, seg); !bytes.Equal(got, flip(orig, mid)) {
+		t.Fatal("the failed Open changed the segment")
+	}
+
+	want := newModel()
+	for i := range 510 {
+		k := fmt.Sprintf("row%04d", i)
+		if i < hit {
+			want.live[k] = m.live[k]
+		} else {
+			want.dead[k] = true
+		}
+	}
+	openPointInTime(t, dir, want, uint64(509-hit))
 }
 
 // TestWALBadBatchWithValidCRC: a record whose CRC is right but whose batch
 // does not decode cannot come from a torn write. Open must fail with a
 // corruption error naming the segment and the record's offset.
 func TestWALBadBatchWithValidCRC(t *testing.T) {
-	src, _, seg := oneSegment(t)
+	src, m, seg := oneSegment(t)
 	orig := readFile(t, src, seg)
 	recs := parseWAL(t, orig)
 	r := recs[20]
@@ -211,6 +372,10 @@ func TestWALBadBatchWithValidCRC(t *testing.T) {
 				}
 				checkCorruption(t, "Open", err, seg, func(o int64) bool { return o == int64(r.off) })
 			})
+			// Accepting the loss keeps none of the bad batch's rows, even
+			// those that decode before the damage.
+			pit := copyDir(t, dir)
+			noPanic(t, "point in time", func() { openPointInTime(t, pit, dropBatches(m, 20, 40), 19) })
 			writeFile(t, dir, seg, orig)
 		})
 	}
@@ -306,7 +471,7 @@ func TestWALOlderSegment(t *testing.T) {
 		{"length of a middle record", func() []byte { return flip(origOld, mid.off+5) }, int64(mid.off)},
 		{"payload byte of the last record", func() []byte { r := recs[len(recs)-1]; return flip(origOld, r.off+recHeaderLen) }, int64(recs[len(recs)-1].off)},
 		{"truncated mid-record", func() []byte { return origOld[:mid.off+recHeaderLen+mid.len/2] }, int64(mid.off)},
-		{"truncated in the last record", func() []byte { return origOld[:len(origOld)-1] }, int64(recs[len(recs)-1].off)},
+		{"truncated in the last record", func() []byte { return origOld[:recs[len(recs)-1].end()-1] }, int64(recs[len(recs)-1].off)},
 		{"segment header", func() []byte { return flip(origOld, 14) }, 0},
 	} {
 		t.Run(strings.ReplaceAll(tc.desc, " ", "_"), func(t *testing.T) {
@@ -335,4 +500,53 @@ func TestWALOlderSegment(t *testing.T) {
 		total := len(m.live) / 3
 		noPanic(t, "torn newer", func() { openRecovered(t, dir, dropBatches(m, total-1, total), 1) })
 	})
+}
+
+// TestWALOlderSegmentPointInTime: damage in an older segment fails a
+// default Open; WALRecoveryPointInTime opens at the last intact record
+// before it, dropping the rest of that segment and the whole newer one, and
+// the database then opens and takes writes normally.
+func TestWALOlderSegmentPointInTime(t *testing.T) {
+	src, m, older, newer := twoSegments(t)
+	origOld := readFile(t, src, older)
+	recs := parseWAL(t, origOld)
+	k := len(recs) / 2
+	dir := copyDir(t, src)
+	writeFile(t, dir, older, flip(origOld, recs[k].off+recHeaderLen+recs[k].len/2))
+
+	_, err := mayfly.Open(dir, walOptions())
+	checkCorruption(t, "Open", err, older, func(o int64) bool { return o == int64(recs[k].off) })
+
+	// The older segment holds batches [0, len(recs)); keep [0, k).
+	total := len(m.live) / 3
+	want := dropBatches(m, k, total)
+	newerRecs := uint64(len(parseWAL(t, readFile(t, dir, newer))))
+	o := walOptions()
+	o.WALRecovery = mayfly.WALRecoveryPointInTime
+	var events []mayfly.WALRecoveryInfo
+	o.EventListener = &mayfly.EventListener{WALRecovered: func(i mayfly.WALRecoveryInfo) { events = append(events, i) }}
+	db, err := mayfly.Open(dir, o)
+	if err != nil {
+		t.Fatalf("Open with WALRecoveryPointInTime: %v", err)
+	}
+	wantDropped := uint64(len(recs)-1-k) + newerRecs
+	if len(events) != 1 || events[0].Segment != older || events[0].Offset != int64(recs[k].off) ||
+		events[0].RecordsDropped != wantDropped || !slices.Equal(events[0].SegmentsDropped, []string{newer}) {
+		t.Fatalf("events %+v; want one at %s offset %d dropping %d records and %s", events, older, recs[k].off, wantDropped, newer)
+	}
+	if met := db.Metrics(); met.WALRecordsDropped != wantDropped || met.WALBytesDropped != events[0].BytesDropped {
+		t.Errorf("metrics dropped %d records, %d bytes; event %+v", met.WALRecordsDropped, met.WALBytesDropped, events[0])
+	}
+	verifyAll(t, "point in time", db, want, nil, nil)
+	// A write after the recovery survives the next Open, which replays
+	// nothing of the dropped segments.
+	must(t, db.PutWith([]byte("after"), []byte("recovery"), mayfly.DefaultTTL(), mayfly.Sync))
+	want.live["after"] = "recovery"
+	must(t, db.Close())
+	for _, seg := range files(t, dir, "wal", ".wal") {
+		if seg <= newer {
+			t.Errorf("segment %s left after the recovery", seg)
+		}
+	}
+	openRecovered(t, dir, want, 0)
 }

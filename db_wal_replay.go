@@ -1,0 +1,123 @@
+package mayfly
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/wal"
+)
+
+// replayLogs replays the WAL segments segs, in order, passing the payload
+// of each intact record to apply, and handles where a replay stopped
+// according to Options.WALRecovery:
+//
+//   - A torn tail (the newest segment, no sync mark after the damage) is
+//     dropped in either mode, as is a segment whose header was never
+//     written and that holds nothing.
+//   - Any other damage fails with the replay's corruption error in strict
+//     mode. With WALRecoveryPointInTime replay ends there: the rest of that
+//     segment and every later segment are dropped.
+//
+// Every drop is logged, counted and reported to the EventListener.
+func (db *DB) replayLogs(segs []uint64, apply func(payload []byte) error) error {
+	pointInTime := db.opts.WALRecovery == WALRecoveryPointInTime
+	if pointInTime {
+		// A record that passes its CRC but does not decode must not leave
+		// part of its batch behind when replay stops there.
+		apply = checkedApply(apply)
+	}
+	for i, seg := range segs {
+		name := logName(seg)
+		res, err := wal.Replay(db.store, name, seg, apply)
+		db.metrics.walRecordsReplayed.Add(uint64(res.Records))
+		if err == nil && !res.Torn() {
+			continue
+		}
+		// A segment that holds no record and whose header is missing or
+		// torn was being created when something failed: it never held data
+		// and may lie anywhere in the sequence.
+		empty := res.Records == 0 && res.TornOffset == 0 && res.LostRecords == 0
+		if err == nil && (i == len(segs)-1 || empty) {
+			db.dropWAL(WALRecoveryInfo{Segment: name, Offset: res.TornOffset, Reason: res.TornReason,
+				RecordsDropped: uint64(res.LostRecords), BytesDropped: uint64(res.LostBytes)})
+			db.metrics.walTornTails.Add(1)
+			continue
+		}
+		if err == nil {
+			err = res.TornError(name) // damage in a segment a rotation synced
+		}
+		if !pointInTime || res.TornOffset < 0 || !errors.Is(err, format.ErrCorruption) {
+			if errors.Is(err, format.ErrCorruption) && res.TornOffset >= 0 {
+				return fmt.Errorf("mayfly: replay %s: %w; Options.WALRecovery = WALRecoveryPointInTime opens the database as of that point, "+
+					"dropping the rest of the segment (%d intact records in %d bytes) and %d later segments",
+					name, err, res.LostRecords, res.LostBytes, len(segs)-1-i)
+			}
+			return fmt.Errorf("mayfly: replay %s: %w", name, err)
+		}
+		info := WALRecoveryInfo{Segment: name, Offset: res.TornOffset, Reason: err.Error(), Damaged: true,
+			RecordsDropped: uint64(res.LostRecords), BytesDropped: uint64(res.LostBytes)}
+		for _, later := range segs[i+1:] {
+			records, bytes, err := countLog(db, later)
+			if err != nil {
+				return fmt.Errorf("mayfly: read %s to drop it: %w", logName(later), err)
+			}
+			info.RecordsDropped += records
+			info.BytesDropped += bytes
+			info.SegmentsDropped = append(info.SegmentsDropped, logName(later))
+		}
+		db.dropWAL(info)
+		return nil
+	}
+	return nil
+}
+
+// dropWAL logs, counts and reports data dropped by WAL recovery.
+func (db *DB) dropWAL(info WALRecoveryInfo) {
+	msg := "mayfly: dropped torn record at the WAL tail"
+	if info.Damaged {
+		msg = "mayfly: WALRecoveryPointInTime dropped the WAL from damaged data on"
+	}
+	db.log.Warn(msg, "file", info.Segment, "offset", info.Offset, "reason", info.Reason,
+		"recordsDropped", info.RecordsDropped, "bytesDropped", info.BytesDropped, "segmentsDropped", info.SegmentsDropped)
+	db.metrics.walRecordsDropped.Add(info.RecordsDropped)
+	db.metrics.walBytesDropped.Add(info.BytesDropped)
+	db.opts.EventListener.walRecovered(info)
+}
+
+// countLog counts the records and bytes of segment seg, which a
+// point-in-time recovery drops whole: the intact records and the bytes up
+// to the last non-zero byte, whatever damage it holds.
+func countLog(db *DB, seg uint64) (records, bytes uint64, err error) {
+	res, err := wal.Replay(db.store, logName(seg), seg, func([]byte) error { return nil })
+	if err != nil && (!errors.Is(err, format.ErrCorruption) || res.TornOffset < 0) {
+		return 0, 0, err
+	}
+	valid := max(res.ValidBytes-wal.HeaderSize, 0)
+	if res.TornOffset == 0 {
+		valid = 0 // the header itself is damaged: all of it is lost bytes
+	}
+	return uint64(res.Records + res.LostRecords), uint64(valid + res.LostBytes), nil
+}
+
+// checkedApply returns apply preceded by a full decode of the batch, so
+// that a batch that does not decode is refused before any of its rows is
+// applied.
+func checkedApply(apply func(payload []byte) error) func(payload []byte) error {
+	return func(payload []byte) error {
+		br, err := format.NewBatchReader(payload)
+		if err != nil {
+			return err
+		}
+		var r format.Row
+		for {
+			ok, err := br.Next(&r)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return apply(payload)
+			}
+		}
+	}
+}
