@@ -44,8 +44,11 @@ var (
 	ErrFenced = storage.ErrFenced
 	// ErrLocked means another process or DB handle holds the database.
 	ErrLocked = storage.ErrLocked
-	// ErrBackground means a background flush or compaction failed; the DB
-	// refuses further writes (reads still work) until it is reopened. The
-	// wrapped error says what failed.
+	// ErrBackground means a flush, a compaction or a WAL write or sync
+	// failed; the DB refuses further writes (reads still work) until it is
+	// reopened. The wrapped error says what failed. The write that met a
+	// WAL failure returns ErrBackground too, and may or may not survive a
+	// crash (its bytes may have reached the log); every later write is
+	// refused before it is logged.
 	ErrBackground = errors.New("mayfly: background error")
 )

@@ -428,6 +428,11 @@ func (r *run) write(db *mayfly.DB, i int, s step) {
 	poisoned := r.isPoisoned()
 	r.mu.Lock()
 	o.Status, o.Err = statusOf(err), err
+	if o.Status == refused && poisoned == nil && errors.Is(err, mayfly.ErrBackground) {
+		// The first call to report ErrBackground may be the write whose
+		// WAL append or sync failed: it may or may not have been logged.
+		o.Status = failed
+	}
 	if failedBeforeWAL(err) {
 		o.Status = refused
 	}

@@ -34,8 +34,10 @@ const (
 	// failed: the call returned an error that does not say the write was
 	// refused — it may or may not have happened.
 	failed
-	// refused: the call returned ErrBackground or ErrClosed: the database
-	// refused it up front, so it must not have happened.
+	// refused: the call returned ErrBackground after an earlier call had
+	// returned it, or ErrClosed: the database refused it up front, so it
+	// must not have happened. (The write that meets the failure returns
+	// ErrBackground too, but may have been logged: failed.)
 	refused
 )
 
