@@ -15,6 +15,8 @@ import (
 //   - A torn tail (the newest segment, no sync mark after the damage) is
 //     dropped in either mode, as is a segment whose header was never
 //     written and that holds nothing.
+//   - A segment that is not the newest and ends without its seal (a
+//     version 2 segment cut short) is damage at its end.
 //   - Any other damage fails with the replay's corruption error in strict
 //     mode. With WALRecoveryPointInTime replay ends there: the rest of that
 //     segment and every later segment are dropped.
@@ -32,7 +34,14 @@ func (db *DB) replayLogs(segs []uint64, apply func(payload []byte) error) error 
 		res, err := wal.Replay(db.store, name, seg, apply)
 		db.metrics.walRecordsReplayed.Add(uint64(res.Records))
 		if err == nil && !res.Torn() {
-			continue
+			if i == len(segs)-1 || res.Sealed || res.Version < wal.Version {
+				continue
+			}
+			// A rotation seals a segment before it creates the next one:
+			// this one was cut short at a record boundary.
+			res.TornOffset = res.ValidBytes
+			res.TornReason = fmt.Sprintf("segment ends at offset %d without its seal, but later segments exist: it was cut short", res.ValidBytes)
+			err = format.Corruptf(name, res.ValidBytes, "%s", res.TornReason)
 		}
 		// A segment that holds no record and whose header is missing or
 		// torn was being created when something failed: it never held data

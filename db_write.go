@@ -260,7 +260,7 @@ func (db *DB) makeRoomForWrite(bytes int) error {
 			db.kickFlush()
 			db.kickCompaction()
 			db.cond.Wait()
-		case db.mem.Size() >= db.opts.MemtableSize,
+		case db.mem.Size() >= db.opts.MemtableSize, db.logWriter.Sealed(),
 			len(db.imm) < db.opts.MaxImmutableMemtables && db.dueForAgeRotation():
 			db.mu.Unlock()
 			if err := db.rotateMemtable(); err != nil {
@@ -294,16 +294,20 @@ func (db *DB) makeRoomForWrite(bytes int) error {
 }
 
 // rotateMemtable freezes the active memtable and starts a new WAL segment
-// for its successor. The old segment is synced first, so that a torn record
-// can only ever be at the tail of the newest segment. Caller holds commitMu.
+// for its successor. The old segment is sealed (its seal synced) first, so
+// that a torn record can only ever be at the tail of the newest segment and
+// every older segment ends in a seal (wal package, "Seals"). Caller holds
+// commitMu.
 func (db *DB) rotateMemtable() error {
-	if err := db.logWriter.Sync(); err != nil {
-		return db.setBackgroundError(fmt.Errorf("WAL sync at rotation: %w", err))
+	if err := db.logWriter.Seal(); err != nil {
+		return db.setBackgroundError(fmt.Errorf("WAL seal at rotation: %w", err))
 	}
 	num := db.allocFileNum()
 	w, err := db.createLogSegment(num)
 	if err != nil {
-		return err // nothing changed; the next write tries again
+		// Nothing else changed: the sealed segment takes no more records,
+		// so the next write rotates again (makeRoomForWrite).
+		return err
 	}
 	// On a lock-free backend a writer that took over after our last
 	// manifest write would not know this segment: refuse to use it.

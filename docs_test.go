@@ -235,6 +235,7 @@ var (
 	}
 	durationType    = reflect.TypeFor[time.Duration]()
 	compressionType = reflect.TypeFor[sstable.Compression]()
+	walRecoveryType = reflect.TypeFor[WALRecoveryMode]()
 	loggerType      = reflect.TypeFor[*slog.Logger]()
 )
 
@@ -290,6 +291,12 @@ func checkValue(text string, got reflect.Value) error {
 			return fmt.Errorf("%q is not an sstable.Compression", text)
 		}
 		want = c
+	case typ == walRecoveryType:
+		m, ok := map[string]WALRecoveryMode{"`WALRecoveryStrict`": WALRecoveryStrict, "`WALRecoveryPointInTime`": WALRecoveryPointInTime}[text]
+		if !ok {
+			return fmt.Errorf("%q is not a WALRecoveryMode", text)
+		}
+		want = m
 	case typ == loggerType:
 		if text != "silent" {
 			return fmt.Errorf("a *slog.Logger default must be documented as \"silent\", not %q", text)

@@ -94,7 +94,14 @@ func (db *DB) recover() error {
 		return err
 	}
 	db.epoch = st.WriterEpoch
-	if !db.opts.ReadOnly {
+	// A writer claims the database (takeOver writes a manifest version)
+	// only once the WAL has replayed without an error, so that an Open
+	// refused for damage changes nothing. On a lock-free backend the claim
+	// must come first: it stops a previous writer, whose segments are
+	// complete only after it.
+	_, lockFree := db.store.(storage.LogFencer)
+	claimFirst := !db.opts.ReadOnly && lockFree
+	if claimFirst {
 		if segs, err = db.takeOver(st.MinLogNum); err != nil {
 			return err
 		}
@@ -104,9 +111,6 @@ func (db *DB) recover() error {
 		// later polls continue from; a follower without FollowWAL sees
 		// flushed data only.
 		segs = nil
-	}
-	if !db.opts.ReadOnly {
-		db.removeOrphanTables()
 	}
 	mem := db.newMemtable(0)
 	var recovered []*memtable.Memtable
@@ -149,6 +153,16 @@ func (db *DB) recover() error {
 	if !mem.Empty() {
 		recovered, mem = append(recovered, mem), nil
 	}
+	if !db.opts.ReadOnly && !claimFirst {
+		// The directory is locked: no other writer can add a segment, so
+		// the claim finds the segments replayed above.
+		if _, err := db.takeOver(st.MinLogNum); err != nil {
+			return err
+		}
+	}
+	if !db.opts.ReadOnly {
+		db.removeOrphanTables()
+	}
 	db.visibleSeq.Store(db.lastSeq)
 
 	if db.opts.ReadOnly {
@@ -187,7 +201,7 @@ func (db *DB) recover() error {
 		db.discardTables(tablesOf(edit.added), err)
 		return err
 	}
-	if _, lockFree := db.store.(storage.LogFencer); !lockFree {
+	if !lockFree {
 		// On a lock-free backend the replayed segments carry the fences
 		// that stop a previous writer; they stay (below MinLogNum they are
 		// never replayed again).

@@ -29,6 +29,9 @@
 //   - 2, a sync mark (version 2 only): the payload is 8 bytes, a u64, the
 //     segment offset through which the segment was durable (the end of the
 //     last completed Sync) when the mark was appended.
+//   - 3, a seal (version 2 only): an empty payload. It ends a segment the
+//     writer finished (Writer.Seal, at a rotation, before the next segment
+//     is created); only zero bytes may follow it.
 //
 // Sync mark (SyncMarkSize = 17 bytes):
 //
@@ -85,6 +88,15 @@
 //
 // Damage inside the last sync group of a segment has no mark after it and
 // reads as a torn tail.
+//
+// # Seals
+//
+// A rotation seals the old segment (and syncs the seal) before it creates
+// the next one, so every version 2 segment that has a successor ends in a
+// seal (ReplayResult.Sealed). An older segment without one was cut short
+// after it was written — at a record boundary, which no checksum shows —
+// and the engine refuses it; the newest segment is never sealed while it
+// is written to.
 package wal
 
 import (
@@ -130,6 +142,12 @@ const RecordTypeSyncMark uint8 = 2
 
 // SyncMarkSize is the encoded size of a sync mark.
 const SyncMarkSize = RecordHeaderSize + 8
+
+// RecordTypeSeal marks a seal: the end of a segment its writer finished.
+const RecordTypeSeal uint8 = 3
+
+// ErrSealed is returned by an append to a sealed segment.
+var ErrSealed = errors.New("wal: segment is sealed")
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
@@ -218,6 +236,7 @@ type Writer struct {
 	written  int64      // bytes handed to lw
 	synced   int64      // bytes [0, synced) are durable: the largest target of a completed Sync
 	marked   int64      // the value of the last sync mark appended (HeaderSize before the first)
+	sealed   bool       // Seal appended the seal: no more appends
 	err      error      // sticky: after a failed write the segment's tail is unknown
 	closing  bool
 	done     chan struct{}
@@ -375,6 +394,9 @@ func (w *Writer) appendLocked(records []byte) error {
 	if w.closing {
 		return errors.New("wal: writer is closed")
 	}
+	if w.sealed {
+		return ErrSealed
+	}
 	n := size()
 	if n > maxPending {
 		// The wait left pending empty: the bytes get a Go heap buffer of
@@ -415,7 +437,32 @@ func (w *Writer) Sync() error { return w.WriteSync(nil) }
 // the pending bytes to the log itself rather than waiting for the flusher,
 // unless the flusher is writing, in which case it waits for that write and
 // writes what is left. The error is sticky as for Write.
-func (w *Writer) WriteSync(records []byte) error {
+func (w *Writer) WriteSync(records []byte) error { return w.writeSync(records, false) }
+
+// Seal appends the seal record, which marks the segment finished, and makes
+// it and every record before it durable. Every later append fails with
+// ErrSealed; Sync, Flush and Close still work. Sealing a sealed segment
+// only syncs it.
+func (w *Writer) Seal() error {
+	w.mu.Lock()
+	sealed := w.sealed
+	w.mu.Unlock()
+	if sealed {
+		return w.Sync()
+	}
+	return w.writeSync(appendTyped(nil, RecordTypeSeal, nil), true)
+}
+
+// Sealed reports whether Seal has sealed the segment.
+func (w *Writer) Sealed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sealed
+}
+
+// writeSync is WriteSync; with seal, records is the seal, after which the
+// segment takes no more appends.
+func (w *Writer) writeSync(records []byte, seal bool) error {
 	w.mu.Lock()
 	if len(records) > 0 {
 		if err := w.appendLocked(records); err != nil {
@@ -423,6 +470,7 @@ func (w *Writer) WriteSync(records []byte) error {
 			return err
 		}
 	}
+	w.sealed = w.sealed || seal
 	target := w.appended
 	for w.err == nil && w.written < target {
 		if w.writing {
@@ -515,6 +563,11 @@ type ReplayResult struct {
 	TornOffset int64
 	// TornReason says what was wrong at TornOffset.
 	TornReason string
+	// Version is the segment's format version (0 if its header was not read).
+	Version uint32
+	// Sealed reports that the segment ends in a seal: its writer finished
+	// it (see the package documentation).
+	Sealed bool
 	// The fields below describe the bytes from TornOffset to the end of the
 	// segment, found by a byte-by-byte scan when TornOffset >= 0: what a
 	// recovery that stops at TornOffset drops.
@@ -705,6 +758,8 @@ func (rp *replayer) run(wantSegNum uint64, start int64, fn func(off int64, paylo
 			if err := checkSyncMark(payload, off); err != nil {
 				return rp.stop(off, format.Corruptf(name, off, "%v", err), "%v", err)
 			}
+		case typ == RecordTypeSeal && rp.version > versionNoMarks:
+			return rp.sealed(br, off, length)
 		default:
 			err := format.Corruptf(name, off, "record with valid checksum has unknown type %d (segment version %d)", typ, rp.version)
 			return rp.stop(off, err, "unknown record type %d", typ)
@@ -712,6 +767,27 @@ func (rp *replayer) run(wantSegNum uint64, start int64, fn func(off int64, paylo
 		off += RecordHeaderSize + int64(length)
 		rp.res.ValidBytes = off
 	}
+	return nil
+}
+
+// sealed ends a replay at the seal found at off (payload length bytes): a
+// seal is the last record, and only zeros may follow it.
+func (rp *replayer) sealed(br *bufio.Reader, off int64, length uint32) error {
+	if length != 0 {
+		err := format.Corruptf(rp.name, off, "seal with a %d-byte payload, want 0", length)
+		return rp.stop(off, err, "bad seal")
+	}
+	end := off + RecordHeaderSize
+	nz, err := firstNonZero(br, end)
+	if err != nil {
+		return fmt.Errorf("wal: read %s: %w", rp.name, err)
+	}
+	if nz >= 0 {
+		err := format.Corruptf(rp.name, nz, "non-zero data at offset %d after the seal at offset %d", nz, off)
+		return rp.stop(end, err, "data after the seal")
+	}
+	rp.res.ValidBytes = end
+	rp.res.Sealed = true
 	return nil
 }
 
@@ -730,6 +806,7 @@ func (rp *replayer) checkHeader(hdr []byte, wantSegNum uint64) (bool, error) {
 		return false, rp.stop(0, format.Corruptf(name, 0, "WAL header checksum %#08x, computed %#08x", got, want), "bad header checksum")
 	}
 	rp.version = binary.LittleEndian.Uint32(hdr[8:])
+	rp.res.Version = rp.version
 	if rp.version != versionNoMarks && rp.version != Version {
 		return false, rp.stop(0, format.Corruptf(name, 0, "unsupported WAL version %d (this build reads 1 and 2)", rp.version), "unsupported version")
 	}

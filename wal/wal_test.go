@@ -1170,3 +1170,76 @@ func TestReplayFrom(t *testing.T) {
 		t.Fatal("replay from inside the header succeeded")
 	}
 }
+
+// TestSeal: a sealed segment takes no more appends, replays as Sealed, and
+// only zeros may follow its seal.
+func TestSeal(t *testing.T) {
+	s := storage.NewMem()
+	w := newTestWriter(t, s, "wal/s")
+	if err := w.Write(AppendRecord(nil, []byte("a"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteSync(AppendRecord(nil, []byte("b"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(AppendRecord(nil, []byte("c"))); !errors.Is(err, ErrSealed) {
+		t.Fatalf("append after Seal: %v, want ErrSealed", err)
+	}
+	if err := w.Seal(); err != nil {
+		t.Fatalf("second Seal: %v", err)
+	}
+	if err := w.Sync(); err != nil {
+		t.Fatalf("Sync after Seal: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	seg, err := storage.ReadAll(s, "wal/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := splitRecords(seg)
+	if last := recs[len(recs)-1]; last.typ != RecordTypeSeal || len(last.payload) != 0 || last.end() != int64(len(seg)) {
+		t.Fatalf("segment does not end in an empty seal: %+v", last)
+	}
+	replay := func(b []byte) (ReplayResult, []string, error) {
+		m := storage.NewMem()
+		lw, err := m.CreateLog("wal/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lw.Write(b)
+		lw.Close()
+		var got []string
+		res, err := Replay(m, "wal/x", testSeg, func(p []byte) error { got = append(got, string(p)); return nil })
+		return res, got, err
+	}
+	res, got, err := replay(seg)
+	if err != nil || res.Torn() || !res.Sealed || !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("sealed segment: %+v, %v, %v", res, got, err)
+	}
+	// A preallocated segment's zero tail after the seal is its end.
+	res, _, err = replay(append(bytes.Clone(seg), make([]byte, 100)...))
+	if err != nil || !res.Sealed {
+		t.Fatalf("sealed segment with a zero tail: %+v, %v", res, err)
+	}
+	// Nothing is written after a seal: data there is damage.
+	res, _, err = replay(append(bytes.Clone(seg), AppendRecord(nil, []byte("late"))...))
+	if !errors.Is(err, format.ErrCorruption) || res.Sealed {
+		t.Fatalf("record after the seal: %+v, %v, want ErrCorruption", res, err)
+	}
+	// A seal carries no payload.
+	bad := appendTyped(bytes.Clone(seg[:recs[len(recs)-1].off]), RecordTypeSeal, []byte{1})
+	if _, _, err := replay(bad); !errors.Is(err, format.ErrCorruption) {
+		t.Fatalf("seal with a payload: %v, want ErrCorruption", err)
+	}
+	// Without its seal the segment replays as unsealed (the engine refuses
+	// that for a segment that is not the newest).
+	res, got, err = replay(seg[:recs[len(recs)-1].off])
+	if err != nil || res.Torn() || res.Sealed || len(got) != 2 {
+		t.Fatalf("segment cut before its seal: %+v, %v, %v", res, got, err)
+	}
+}

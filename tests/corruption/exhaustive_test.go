@@ -31,23 +31,7 @@ var runPending = flag.Bool("corruption.pending", false,
 // finds is of that class, it ends in a skip naming the reason, otherwise
 // it fails). -corruption.pending ignores the list. Remove an entry once
 // its fix is merged.
-var knownPending = []struct{ subtest, class, reason string }{
-	{"wal/xor01/records_before_the_last", "", walMidSegment},
-	{"wal/xorff/records_before_the_last", "", walMidSegment},
-	{"wal_older/truncate_at_record_boundaries", "", "an older WAL segment cut at a record boundary " +
-		"ends cleanly: nothing records where a segment that is no longer written to ends; no branch fixes this yet"},
-	{"wal/xor01/header", failedOpenChanged, failedOpenClaims},
-	{"wal/xorff/header", failedOpenChanged, failedOpenClaims},
-}
-
-const (
-	walMidSegment = "WAL mid-segment damage: replay stops at the damaged record as at a torn tail and " +
-		"drops it and every later synced batch without an error (walsync branch: sync marks)"
-	failedOpenChanged = "failed writable open changed files"
-	failedOpenClaims  = "a writable open that then fails on the WAL has already claimed the database " +
-		"(recover.go: takeOver writes manifest version N+1 and removes version N-1 before the replay); " +
-		"no branch fixes this yet"
-)
+var knownPending = []struct{ subtest, class, reason string }{}
 
 // pendingFor returns the knownPending entries of subtest name.
 func pendingFor(name string) (skip string, classes map[string]string) {
@@ -376,17 +360,23 @@ func truncatePattern(stride int) pattern {
 func fullOnly(f *fixture) func(int) []int { return func(int) []int { return []int{len(f.states) - 1} } }
 
 // walFlipRegions splits the WAL segment for flips: its header and every
-// record but the last (damage there is provable: later records follow),
-// the last record (damage there may be a torn write of its batch), and
-// the zeros after it, if any (see padded), where damage loses nothing.
+// record before the last sync group (damage there is provable: a later
+// sync mark records that a sync covered it), the last sync group — the
+// last batch record and the sync mark written with it in one write —
+// (damage there may be a torn write of that batch: no later mark exists),
+// and the zeros after it, if any (see padded), where damage loses nothing.
 func (f *fixture) walFlipRegions() []region {
 	b := f.files[f.wal]
 	recs := walRecords(b)
 	last := recs[len(recs)-1]
+	group := last.off
+	if n := len(recs); n >= 2 && b[recs[n-2].off+8] == recSyncMark {
+		group = recs[n-2].off
+	}
 	return nonEmpty([]region{
 		{"header", 0, walHeaderLen, fullOnly(f)},
-		{"records_before_the_last", walHeaderLen, last.off, fullOnly(f)},
-		{"last_record", last.off, last.end(), func(int) []int {
+		{"records_before_the_last", walHeaderLen, group, fullOnly(f)},
+		{"last_record", group, last.end(), func(int) []int {
 			return []int{f.batchesBefore(last.off), len(f.states) - 1}
 		}},
 		{"zero_tail", last.end(), len(b), fullOnly(f)},
@@ -568,7 +558,7 @@ func (f *fixture) run(c xcase) (res result) {
 		f.openFailed(&res, "read-write", err, c)
 		after, _ := dumpStorage(mem)
 		if d := diffFiles(before, after); d != "" {
-			res.add(failedOpenChanged, "%s", d)
+			res.add("failed writable open changed files", "%s", d)
 		}
 		return res
 	}
