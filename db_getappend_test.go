@@ -38,7 +38,7 @@ func TestGetAppend(t *testing.T) {
 			t.Fatalf("GetAppend(%q) did not append into dst's array", c.key)
 		}
 		key := []byte(c.key)
-		if n := testing.AllocsPerRun(100, func() { _, _ = db.GetAppend(buf[:0], key) }); n != 0 {
+		if n := leastAllocsPerRun(5, 100, func() { _, _ = db.GetAppend(buf[:0], key) }); n != 0 {
 			t.Fatalf("GetAppend(%q) into a buffer with room: %v allocations, want 0", c.key, n)
 		}
 		got[len(got)-1] = '!' // the caller's bytes: the stored value is unchanged
@@ -73,4 +73,16 @@ func TestGetAppend(t *testing.T) {
 	if _, err := db.GetAppend(buf[:0], []byte("mem")); !errors.Is(err, ErrClosed) {
 		t.Fatalf("GetAppend on a closed DB: %v, want ErrClosed", err)
 	}
+}
+
+// leastAllocsPerRun is the least of tries testing.AllocsPerRun(runs, f)
+// measurements. AllocsPerRun counts every goroutine's allocations, so a
+// background flush or compaction timer can add one to a measurement; an
+// allocation f makes shows in every one.
+func leastAllocsPerRun(tries, runs int, f func()) float64 {
+	least := testing.AllocsPerRun(runs, f)
+	for range tries - 1 {
+		least = min(least, testing.AllocsPerRun(runs, f))
+	}
+	return least
 }

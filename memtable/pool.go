@@ -7,6 +7,7 @@ import (
 	"github.com/google/btree"
 
 	"github.com/mayflydb/mayfly/internal/manual"
+	"github.com/mayflydb/mayfly/internal/slab"
 )
 
 // Pool recycles arena chunks and B-tree nodes between the memtables of one
@@ -169,6 +170,16 @@ func (p *Pool) get(pu manual.Purpose) []byte {
 // gone (chunks used for purpose pu): it keeps full-size chunks up to the
 // limit and frees the rest.
 func (p *Pool) release(pu manual.Purpose, chunks [][]byte) {
+	if raceEnabled {
+		// Under the race detector a row slice a holder kept past its
+		// memtable's release reads this pattern once the chunk is reused,
+		// not plausible old rows (as freed slab blocks do).
+		for _, c := range chunks {
+			for i := range c {
+				c[i] = slab.PoisonByte
+			}
+		}
+	}
 	var drop [][]byte
 	if p == nil {
 		drop = chunks

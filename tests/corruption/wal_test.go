@@ -18,10 +18,12 @@ import (
 // crc32c u32 | length u32 | type u8 | payload; the CRC covers length, type
 // and payload. Type 1 holds a batch; type 2 is a sync mark, whose 8-byte
 // payload is the offset through which the segment was durable when it was
-// appended (one in front of the first record after each sync).
+// appended (one in front of the first record after each sync); type 3, the
+// seal, ends a segment a rotation finished.
 const (
 	walHeaderLen = 24
 	recHeaderLen = 9
+	recBatch     = 1
 	recSyncMark  = 2
 )
 
@@ -41,7 +43,7 @@ func parseWAL(t *testing.T, b []byte) []walRecord {
 		if off+recHeaderLen+n > len(b) {
 			t.Fatalf("record at %d runs past the segment", off)
 		}
-		if b[off+8] != recSyncMark {
+		if b[off+8] == recBatch {
 			out = append(out, walRecord{off, n})
 		}
 		off += recHeaderLen + n
