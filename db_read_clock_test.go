@@ -41,17 +41,20 @@ func TestGetReadsClockOnlyForExpiringRows(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		before := clk.reads.Load()
-		for range 3 {
-			mustGet(t, db, "plain", "p")
-		}
-		if n := clk.reads.Load() - before; n != 0 {
+		// The count includes the background goroutines' reads (the
+		// scheduler wakes after a write), so each check takes the least
+		// of a few measurements: the Get's own reads show in every one.
+		n := leastReads(clk, func() {
+			for range 3 {
+				mustGet(t, db, "plain", "p")
+			}
+		})
+		if n != 0 {
 			t.Fatalf("flush=%v: 3 Gets of a row without expiry read the clock %d times", flush, n)
 		}
 		clk.Advance(10 * time.Second)
-		before = clk.reads.Load()
-		mustGet(t, db, "ttl", "t") // at its deadline: still visible
-		if n := clk.reads.Load() - before; n != 1 {
+		n = leastReads(clk, func() { mustGet(t, db, "ttl", "t") }) // at its deadline: still visible
+		if n != 1 {
 			t.Fatalf("flush=%v: a Get of an expiring row read the clock %d times, want 1", flush, n)
 		}
 		clk.Advance(time.Millisecond)
@@ -61,4 +64,17 @@ func TestGetReadsClockOnlyForExpiringRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// leastReads returns the fewest clock reads counted across five runs of f.
+func leastReads(clk *countingClock, f func()) int64 {
+	least := int64(-1)
+	for range 5 {
+		before := clk.reads.Load()
+		f()
+		if n := clk.reads.Load() - before; least < 0 || n < least {
+			least = n
+		}
+	}
+	return least
 }
