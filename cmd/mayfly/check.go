@@ -159,7 +159,14 @@ func (c *checker) checkManifest(s storage.Storage) *manifest.State {
 		fmt.Fprintf(c.w, "tables and WAL segments not checked: the newest manifest version is damaged\n")
 		return nil
 	case st == nil:
-		fmt.Fprintf(c.w, "manifest: none (no table was ever flushed)\n")
+		// A writer's first Open writes a manifest version before any
+		// table or WAL segment: files without one mean it was lost.
+		if n, first := countDataFiles(s); n > 0 {
+			c.report("manifest", manifest.Dir, format.Corruptf(manifest.Dir, 0,
+				"no manifest version, but %d tables and WAL segments are present (%s first): the manifest is lost; `mayfly repair` rebuilds it", n, first), "")
+			return nil
+		}
+		fmt.Fprintf(c.w, "manifest: none (an empty database)\n")
 		return &manifest.State{}
 	}
 	c.report(manifest.VersionName(version), "", nil, fmt.Sprintf("OK (%d tables)", st.NumFiles()))
@@ -277,4 +284,20 @@ func checkBatch(payload []byte) error {
 			return err
 		}
 	}
+}
+
+// countDataFiles counts the tables and WAL segments in s and names the
+// first one (errors count as none: the caller reports the manifest).
+func countDataFiles(s storage.Storage) (n int, first string) {
+	for _, dir := range []string{"sst", "wal"} {
+		names, err := s.List(dir)
+		if err != nil {
+			continue
+		}
+		if first == "" && len(names) > 0 {
+			first = names[0]
+		}
+		n += len(names)
+	}
+	return n, first
 }

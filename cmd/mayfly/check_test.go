@@ -53,6 +53,10 @@ func TestCheckExitStatus(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(notDB, "notes.txt"), []byte("not a database"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	lostManifest := copyDB(t, td.dir)
+	if err := os.RemoveAll(filepath.Join(lostManifest, "manifest")); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		code int
@@ -61,6 +65,7 @@ func TestCheckExitStatus(t *testing.T) {
 	}{
 		{"healthy", 0, "", []string{"check", "--dir", td.dir}},
 		{"damaged table", 1, "check: corruption in sst/", []string{"check", "--dir", damaged}},
+		{"lost manifest", 1, "check: corruption in manifest", []string{"check", "--dir", lostManifest}},
 		{"missing directory", 2, "no database at", []string{"check", "--dir", filepath.Join(notDB, "missing")}},
 		{"not a database", 2, "no database at", []string{"check", "--dir", notDB}},
 		{"unreachable store", 2, "not accessible", []string{"check", "--dir", unreachableS3}},
@@ -78,6 +83,9 @@ func TestCheckExitStatus(t *testing.T) {
 				return
 			}
 			oneLine(t, c.args, r.stderr)
+			if c.name == "lost manifest" && (!strings.Contains(r.stdout, "the manifest is lost") || strings.Contains(r.stdout, "no table was ever flushed")) {
+				t.Errorf("check of a lost manifest says:\n%s", r.stdout)
+			}
 			if !strings.Contains(r.stderr, c.msg) {
 				t.Errorf("mayfly %q: stderr %q, want %q", c.args, r.stderr, c.msg)
 			}

@@ -14,7 +14,7 @@ func repairCommand() *cli.Command {
 	return withUsageErrors(&cli.Command{
 		Name:      "repair",
 		Usage:     "rebuild a lost or damaged manifest from the tables and WAL (mayfly.Repair)",
-		ArgsUsage: "DIR",
+		ArgsUsage: "[DIR]",
 		Description: "Reads every readable row of every table in sst/ and of the WAL segments the\n" +
 			"manifest does not mark as flushed, keeps every version and tombstone (exact\n" +
 			"duplicates collapse), and writes them as new tables in the bottom level with a\n" +
@@ -22,13 +22,19 @@ func repairCommand() *cli.Command {
 			"under lost/repair-<n>/, never deleted. DIR is a directory or an s3:// URL, as\n" +
 			"for Open. The database must not be open. Prints what was read, kept and lost.",
 		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "dir", Aliases: []string{"d"}, TakesFile: true,
+				Usage: "database `DIR`ectory or s3:// URL (or give DIR as the argument)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as one JSON object"},
 		},
 		Action: func(_ context.Context, cmd *cli.Command) error {
-			if cmd.Args().Len() != 1 || cmd.Args().First() == "" {
-				return usagef("repair: want exactly one DIR argument, got %d", cmd.Args().Len())
+			dir := cmd.String("dir")
+			switch {
+			case dir != "" && cmd.Args().Len() == 0:
+			case dir == "" && cmd.Args().Len() == 1 && cmd.Args().First() != "":
+				dir = cmd.Args().First()
+			default:
+				return usagef("repair: want the database as --dir DIR or as one DIR argument")
 			}
-			dir := cmd.Args().First()
 			if !strings.HasPrefix(dir, "s3://") {
 				fi, err := os.Stat(dir)
 				if err != nil {

@@ -46,8 +46,9 @@ func TestRepair(t *testing.T) {
 		}
 	}
 
-	// A second repair, in text, keeps every row again.
-	out := ok(t, "repair", dir)
+	// A second repair, in text and with --dir as the other commands take
+	// it, keeps every row again.
+	out := ok(t, "repair", "--dir", dir)
 	if !strings.Contains(out, fmt.Sprintf("holding %d rows", want)) || !strings.Contains(out, "moved") {
 		t.Fatalf("repair output: %s", out)
 	}
@@ -57,6 +58,8 @@ func TestRepair(t *testing.T) {
 }
 
 func TestRepairUsage(t *testing.T) {
-	fails(t, exitUsage, "want exactly one DIR", "repair")
+	fails(t, exitUsage, "want the database as --dir DIR or as one DIR argument", "repair")
+	fails(t, exitUsage, "want the database as --dir DIR or as one DIR argument", "repair", "--dir", "a", "b")
+	fails(t, exitError, "no database at", "repair", "--dir", filepath.Join(t.TempDir(), "missing"))
 	fails(t, exitError, "no database at", "repair", filepath.Join(t.TempDir(), "missing"))
 }
