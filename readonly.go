@@ -101,7 +101,8 @@ func (db *DB) resetReadOnly() {
 // segment either is no database (errNoDatabase): a writer's Open writes a
 // manifest version before anything else, so even a database that was
 // never written to has one. Tables or WAL segments without any version
-// are read as they are, as a writer's open would.
+// mean a lost manifest, which recover then refuses (checkNoManifestNeeded)
+// as a writer's open does.
 func (db *DB) checkDatabase() error {
 	if moved, err := db.newerManifest(0); err != nil || moved {
 		if moved {
