@@ -12,56 +12,6 @@ import (
 	"github.com/mayflydb/mayfly/clock"
 )
 
-// BenchmarkGet measures point lookups against 100k preloaded rows: hit and
-// miss on flushed SSTables (a miss is normally answered by the bloom
-// filter), hit on rows still in the memtable, and hit through a block cache
-// of 1 MiB (hit-coldcache: most lookups miss the cache, so they read,
-// check, decompress and cache a block and evict another; its cpu-ns/op is
-// the whole process's, background work included).
-func BenchmarkGet(b *testing.B) {
-	flushed := openBenchDB(b, nil)
-	loadBench(b, flushed, benchPreload)
-	if err := flushed.Flush(); err != nil {
-		b.Fatal(err)
-	}
-	smallCache := openBenchDB(b, func(o *Options) { o.BlockCacheSize = 1 << 20 })
-	loadBench(b, smallCache, benchPreload)
-	if err := smallCache.Flush(); err != nil {
-		b.Fatal(err)
-	}
-	inMem := openBenchDB(b, nil)
-	loadBench(b, inMem, benchPreload)
-
-	get := func(b *testing.B, db *DB, offset uint64, wantHit bool) {
-		r := rand.New(rand.NewPCG(10, 11))
-		k := make([]byte, benchKeySize)
-		b.SetBytes(benchRowBytes)
-		b.ReportAllocs()
-		before := db.Metrics()
-		cpu := startCPU()
-		for b.Loop() {
-			benchKey(k, offset+r.Uint64N(benchPreload))
-			_, err := db.Get(k)
-			if (err == nil) != wantHit {
-				b.Fatalf("Get: err = %v, want hit = %v", err, wantHit)
-			}
-		}
-		b.StopTimer()
-		cpu.report(b)
-		m := db.Metrics()
-		if !wantHit {
-			b.ReportMetric(float64(m.BloomFalsePositives-before.BloomFalsePositives)/float64(b.N), "bloomFP/op")
-		}
-		if lookups := (m.BlockCacheHits - before.BlockCacheHits) + (m.BlockCacheMisses - before.BlockCacheMisses); lookups > 0 {
-			b.ReportMetric(float64(m.BlockCacheHits-before.BlockCacheHits)/float64(lookups), "cacheHitRatio")
-		}
-	}
-	b.Run("hit", func(b *testing.B) { get(b, flushed, 0, true) })
-	b.Run("miss", func(b *testing.B) { get(b, flushed, 1<<40, false) })
-	b.Run("memtable", func(b *testing.B) { get(b, inMem, 0, true) })
-	b.Run("hit-coldcache", func(b *testing.B) { get(b, smallCache, 0, true) })
-}
-
 // TestGetAppend checks GetAppend on rows in the memtable and in a table:
 // it appends the value after what dst holds, allocates nothing when dst
 // has room, returns dst untouched with ErrNotFound for a missing, deleted
@@ -286,4 +236,54 @@ func TestGetProbesFiltersTogether(t *testing.T) {
 		mustGet(t, db, "only-00", "o00")
 		mustGet(t, snap, "common", fmt.Sprintf("v%02d", tables-1))
 	}
+}
+
+// BenchmarkGet measures point lookups against 100k preloaded rows: hit and
+// miss on flushed SSTables (a miss is normally answered by the bloom
+// filter), hit on rows still in the memtable, and hit through a block cache
+// of 1 MiB (hit-coldcache: most lookups miss the cache, so they read,
+// check, decompress and cache a block and evict another; its cpu-ns/op is
+// the whole process's, background work included).
+func BenchmarkGet(b *testing.B) {
+	flushed := openBenchDB(b, nil)
+	loadBench(b, flushed, benchPreload)
+	if err := flushed.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	smallCache := openBenchDB(b, func(o *Options) { o.BlockCacheSize = 1 << 20 })
+	loadBench(b, smallCache, benchPreload)
+	if err := smallCache.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	inMem := openBenchDB(b, nil)
+	loadBench(b, inMem, benchPreload)
+
+	get := func(b *testing.B, db *DB, offset uint64, wantHit bool) {
+		r := rand.New(rand.NewPCG(10, 11))
+		k := make([]byte, benchKeySize)
+		b.SetBytes(benchRowBytes)
+		b.ReportAllocs()
+		before := db.Metrics()
+		cpu := startCPU()
+		for b.Loop() {
+			benchKey(k, offset+r.Uint64N(benchPreload))
+			_, err := db.Get(k)
+			if (err == nil) != wantHit {
+				b.Fatalf("Get: err = %v, want hit = %v", err, wantHit)
+			}
+		}
+		b.StopTimer()
+		cpu.report(b)
+		m := db.Metrics()
+		if !wantHit {
+			b.ReportMetric(float64(m.BloomFalsePositives-before.BloomFalsePositives)/float64(b.N), "bloomFP/op")
+		}
+		if lookups := (m.BlockCacheHits - before.BlockCacheHits) + (m.BlockCacheMisses - before.BlockCacheMisses); lookups > 0 {
+			b.ReportMetric(float64(m.BlockCacheHits-before.BlockCacheHits)/float64(lookups), "cacheHitRatio")
+		}
+	}
+	b.Run("hit", func(b *testing.B) { get(b, flushed, 0, true) })
+	b.Run("miss", func(b *testing.B) { get(b, flushed, 1<<40, false) })
+	b.Run("memtable", func(b *testing.B) { get(b, inMem, 0, true) })
+	b.Run("hit-coldcache", func(b *testing.B) { get(b, smallCache, 0, true) })
 }

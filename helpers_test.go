@@ -20,6 +20,90 @@ import (
 	"github.com/mayflydb/mayfly/memtable"
 )
 
+// churnKey is the i-th write-once key of the churn workload: random order,
+// like a session ID.
+func churnKey(i int) []byte {
+	k := make([]byte, 16)
+	binary.BigEndian.PutUint64(k, uint64(i)*0x9E3779B97F4A7C15)
+	binary.BigEndian.PutUint64(k[8:], uint64(i))
+	return k
+}
+
+// churnValue is the value of the i-th row: 50 pseudo-random printable bytes
+// repeated twice, so that it compresses to about half, like the values of
+// the bench/ harness.
+func churnValue(i int) []byte {
+	v := make([]byte, 100)
+	x := uint64(i)*0x9E3779B97F4A7C15 + 1
+	for j := range 50 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		v[j] = byte(' ' + x%95)
+	}
+	copy(v[50:], v[:50])
+	return v
+}
+
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func openTestDB(t *testing.T, dir string, clk *clock.Manual, mutate func(*Options)) *DB {
+	t.Helper()
+	o := &Options{Clock: clk}
+	if mutate != nil {
+		mutate(o)
+	}
+	db, err := Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func mustGet(t *testing.T, db interface{ Get([]byte) ([]byte, error) }, key, want string) {
+	t.Helper()
+	v, err := db.Get([]byte(key))
+	if want == "" {
+		if !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Get(%q) = %q, %v; want ErrNotFound", key, v, err)
+		}
+		return
+	}
+	if err != nil || string(v) != want {
+		t.Fatalf("Get(%q) = %q, %v; want %q", key, v, err, want)
+	}
+}
+
+// lifeKey and lifeVal name row i of the lifetime tests.
+func lifeKey(i int) []byte { return fmt.Appendf(nil, "key-%06d", i) }
+
+func lifeVal(i, gen int) []byte {
+	return append(fmt.Appendf(nil, "val-%06d-gen%d-", i, gen), bytes.Repeat([]byte{'x'}, 200)...)
+}
+
+// arenaBytes returns the arena bytes of the memtables not yet freed (the
+// block cache also takes manual memory, so manual.Allocated would mix the two).
+func arenaBytes() int64 { return memtable.ArenaBytes() }
+
+// checkScan walks it from First and checks it returns rows lo..hi-1 of
+// generation gen, in order.
+func checkScan(t *testing.T, it *Iterator, lo, hi, gen int) {
+	t.Helper()
+	i := lo
+	for ok := it.First(); ok; ok = it.Next() {
+		if i >= hi || !bytes.Equal(it.Key(), lifeKey(i)) || !bytes.Equal(it.Value(), lifeVal(i, gen)) {
+			t.Fatalf("row %d: got %q = %.20q, want %q of generation %d", i, it.Key(), it.Value(), lifeKey(i), gen)
+		}
+		i++
+	}
+	if err := it.Error(); err != nil {
+		t.Fatal(err)
+	}
+	if i != hi {
+		t.Fatalf("scan stopped at row %d, want %d", i, hi)
+	}
+}
+
 // Benchmark shapes: 16-byte keys and 100-byte values, half random and half a
 // repeated pattern, so that block compression has something but not
 // everything to squeeze.
@@ -123,89 +207,5 @@ func loadBench(b *testing.B, db *DB, n int) {
 			}
 			bt = db.NewBatch()
 		}
-	}
-}
-
-// churnKey is the i-th write-once key of the churn workload: random order,
-// like a session ID.
-func churnKey(i int) []byte {
-	k := make([]byte, 16)
-	binary.BigEndian.PutUint64(k, uint64(i)*0x9E3779B97F4A7C15)
-	binary.BigEndian.PutUint64(k[8:], uint64(i))
-	return k
-}
-
-// churnValue is the value of the i-th row: 50 pseudo-random printable bytes
-// repeated twice, so that it compresses to about half, like the values of
-// the bench/ harness.
-func churnValue(i int) []byte {
-	v := make([]byte, 100)
-	x := uint64(i)*0x9E3779B97F4A7C15 + 1
-	for j := range 50 {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		v[j] = byte(' ' + x%95)
-	}
-	copy(v[50:], v[:50])
-	return v
-}
-
-var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-
-func openTestDB(t *testing.T, dir string, clk *clock.Manual, mutate func(*Options)) *DB {
-	t.Helper()
-	o := &Options{Clock: clk}
-	if mutate != nil {
-		mutate(o)
-	}
-	db, err := Open(dir, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return db
-}
-
-func mustGet(t *testing.T, db interface{ Get([]byte) ([]byte, error) }, key, want string) {
-	t.Helper()
-	v, err := db.Get([]byte(key))
-	if want == "" {
-		if !errors.Is(err, ErrNotFound) {
-			t.Fatalf("Get(%q) = %q, %v; want ErrNotFound", key, v, err)
-		}
-		return
-	}
-	if err != nil || string(v) != want {
-		t.Fatalf("Get(%q) = %q, %v; want %q", key, v, err, want)
-	}
-}
-
-// lifeKey and lifeVal name row i of the lifetime tests.
-func lifeKey(i int) []byte { return fmt.Appendf(nil, "key-%06d", i) }
-
-func lifeVal(i, gen int) []byte {
-	return append(fmt.Appendf(nil, "val-%06d-gen%d-", i, gen), bytes.Repeat([]byte{'x'}, 200)...)
-}
-
-// arenaBytes returns the arena bytes of the memtables not yet freed (the
-// block cache also takes manual memory, so manual.Allocated would mix the two).
-func arenaBytes() int64 { return memtable.ArenaBytes() }
-
-// checkScan walks it from First and checks it returns rows lo..hi-1 of
-// generation gen, in order.
-func checkScan(t *testing.T, it *Iterator, lo, hi, gen int) {
-	t.Helper()
-	i := lo
-	for ok := it.First(); ok; ok = it.Next() {
-		if i >= hi || !bytes.Equal(it.Key(), lifeKey(i)) || !bytes.Equal(it.Value(), lifeVal(i, gen)) {
-			t.Fatalf("row %d: got %q = %.20q, want %q of generation %d", i, it.Key(), it.Value(), lifeKey(i), gen)
-		}
-		i++
-	}
-	if err := it.Error(); err != nil {
-		t.Fatal(err)
-	}
-	if i != hi {
-		t.Fatalf("scan stopped at row %d, want %d", i, hi)
 	}
 }
