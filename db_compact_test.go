@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/clock"
+	"github.com/mayflydb/mayfly/compaction"
+	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/internal/manual"
+	"github.com/mayflydb/mayfly/storage"
 )
 
 // diskContains reports which files under dir hold needle.
@@ -216,6 +220,7 @@ func TestNoResurrectionShapes(t *testing.T) {
 type upperCaseFilter struct{}
 
 func (upperCaseFilter) Name() string { return "upper" }
+
 func (upperCaseFilter) Filter(ctx FilterContext, row FilterRow) (FilterDecision, []byte) {
 	switch row.Key[0] {
 	case 'u':
@@ -403,4 +408,308 @@ func TestL0TrivialMoveSequential(t *testing.T) {
 	db = openTestDB(t, dir, clk, smallTreeOptions(clk))
 	defer db.Close()
 	check(db)
+}
+
+// TestCompactionItersOpenSortedLevelLazily: a compaction reads a sorted
+// input level through one levelIter that opens a table (and reads its index
+// copy) only when the merge reaches it, instead of one iterator per table
+// each holding its index copy from the start; the merged rows are the same.
+func TestCompactionItersOpenSortedLevelLazily(t *testing.T) {
+	db := openTestDB(t, "", clock.NewManual(epoch), func(o *Options) {
+		o.Storage = storage.NewMem()
+		o.NoCompression = true
+		// Blocks of about two rows: a table's index passes the size at
+		// which index copies leave the Go heap (sstable.minOffHeapMeta).
+		o.BlockSize = 256
+		o.MemtableSize = 256 << 10
+		o.TargetFileSize = 64 << 10
+		o.DisableAutoCompaction = true
+		o.BlockCacheSize = -1 // no cache: every table iterator reads its own index
+	})
+	defer db.Close()
+	val := bytes.Repeat([]byte{'v'}, 100)
+	const rows = 3000
+	for i := range rows {
+		if err := db.Put(fmt.Appendf(nil, "k%06d", i), val); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	db.mu.Lock()
+	var sorted []*tableFile
+	level := 0
+	for l := 1; l < len(db.current.levels); l++ {
+		if len(db.current.levels[l]) > len(sorted) {
+			sorted, level = db.current.levels[l], l
+		}
+	}
+	db.mu.Unlock()
+	if len(sorted) < 4 {
+		t.Fatalf("compaction left %d tables in its largest level, want several", len(sorted))
+	}
+	in := compaction.Input{Level: level}
+	for _, tf := range sorted {
+		in.Tables = append(in.Tables, &compaction.Table{Meta: tf.Meta, Handle: tf})
+	}
+	p := &compaction.Pick{Inputs: []compaction.Input{in}, OutputLevel: level}
+
+	before := manual.PurposeBytes()[manual.PurposeIndexBlock]
+	iters := compactionIters(p)
+	if len(iters) != 1 {
+		t.Fatalf("%d iterators for one sorted level, want 1", len(iters))
+	}
+	if held := manual.PurposeBytes()[manual.PurposeIndexBlock] - before; held != 0 {
+		t.Fatalf("unpositioned: %d bytes of index copies held, want none", held)
+	}
+	it := iters[0]
+	n, maxHeld := 0, int64(0)
+	var prev []byte
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Row().Key
+		if prev != nil && bytes.Compare(prev, k) >= 0 {
+			t.Fatalf("row %d: %q after %q", n, k, prev)
+		}
+		prev = append(prev[:0], k...)
+		n++
+		maxHeld = max(maxHeld, manual.PurposeBytes()[manual.PurposeIndexBlock]-before)
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n != rows {
+		t.Fatalf("read %d rows, want %d", n, rows)
+	}
+	// One iterator per table, as compactions had: every index copy is
+	// held from the start.
+	var eager []format.Iterator
+	for _, tf := range sorted {
+		eager = append(eager, tf.reader.NewCompactionIter())
+	}
+	eagerHeld := manual.PurposeBytes()[manual.PurposeIndexBlock] - before
+	for _, e := range eager {
+		e.Close()
+	}
+	// The levelIter holds the copies of at most two tables at once (the
+	// open one and the spare not yet reset), not of all of them.
+	if maxHeld == 0 || maxHeld*int64(len(sorted)) > 2*eagerHeld+int64(len(sorted)) {
+		t.Fatalf("levelIter held up to %d bytes of index copies; one iterator per table holds %d for %d tables", maxHeld, eagerHeld, len(sorted))
+	}
+	t.Logf("%d tables: index copies held at most %d bytes through a levelIter, %d with one iterator per table", len(sorted), maxHeld, eagerHeld)
+	if held := manual.PurposeBytes()[manual.PurposeIndexBlock] - before; held != 0 {
+		t.Fatalf("after Close %d bytes of index copies held", held)
+	}
+}
+
+// TestShortLivedL0SmallMemtable: a stream of 5 s TTL rows through a memtable
+// so small that it fills about twice a second keeps ten or more level-0
+// tables alive, more than the reference ShortLivedL0Limit (6) and the
+// reference slowdown threshold (8). With the limit scaled by the memtable
+// size they wait for their whole-file drops: no level-0 compaction merges
+// them into the base level (after which no level-0 table could be dropped
+// whole), and no write is slowed down. Live rows read back throughout. At
+// twice the rate level 0 holds over 30 tables, past the allowance of 24 the
+// 8-file slowdown threshold gave (ShortLivedL0Limit 6 times 4; then every
+// table was compacted and none dropped) and within the 40 of the doubled
+// default (l0StallScale).
+func TestShortLivedL0SmallMemtable(t *testing.T) {
+	for _, c := range []struct{ perStep, minL0 int }{{100, 9}, {200, 30}} { // 1000 and 2000 rows/s in 100 ms steps
+		t.Run(fmt.Sprintf("%d rows per step", c.perStep), func(t *testing.T) {
+			clk := clock.NewManual(epoch)
+			db := openSmallMemtableDB(t, clk)
+			defer db.Close()
+			maxL0, n := 0, 0
+			churnSteps(t, db, clk, 300, c.perStep, 5*time.Second, func(step int) { // 30 s of clock
+				n += c.perStep
+				maxL0 = max(maxL0, db.Metrics().Levels[0].Files)
+				if step%50 == 49 {
+					for i := n - 4000; i < n; i += 7 { // written within the last 2-4 s
+						mustGet(t, db, string(churnKey(i)), string(churnValue(i)))
+					}
+				}
+			})
+			m := db.Metrics()
+			t.Logf("flushes %d, drops %d, compactions %v, max level-0 files %d, slowdowns %d, stalls %d",
+				m.Flushes, m.WholeFileDrops, m.CompactionsByKind, maxL0, m.WriteSlowdowns, m.WriteStalls)
+			if maxL0 < c.minL0 {
+				t.Errorf("level 0 held at most %d files: the test does not reach %d", maxL0, c.minL0)
+			}
+			if n := m.CompactionsByKind["l0"]; n != 0 {
+				t.Errorf("%d level-0 compactions merged short-lived tables (max %d level-0 files)", n, maxL0)
+			}
+			if m.WholeFileDrops < m.Flushes/2 {
+				t.Errorf("%d whole-file drops of %d flushed tables", m.WholeFileDrops, m.Flushes)
+			}
+			if m.WriteSlowdowns != 0 || m.WriteStalls != 0 {
+				t.Errorf("%d write slowdowns, %d stalls with short-lived level-0 tables only", m.WriteSlowdowns, m.WriteStalls)
+			}
+		})
+	}
+}
+
+// TestHourTTLStreamSmallMemtable: with a memtable below 16 MiB the default
+// slowdown threshold is 16 (l0StallScale), so ShortLivedL0Limit is 10; a
+// stream of 1 h TTL rows has no drop forecast (its tables cannot leave
+// within the scaled allowance), and level 0 is compacted when its tenth
+// file arrives: after each step it holds at most 9 (5 with the 8-file
+// threshold), and no write is slowed down. Every row reads back at the end.
+func TestHourTTLStreamSmallMemtable(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openSmallMemtableDB(t, clk)
+	defer db.Close()
+	if o := db.pickerOptsValue(); o.L0SlowdownWritesThreshold != 16 {
+		t.Fatalf("slowdown threshold %d with a 64 KiB memtable, want 16", o.L0SlowdownWritesThreshold)
+	}
+	const steps, perStep = 300, 100 // 30 s of clock, 1000 rows/s
+	maxL0 := 0
+	churnSteps(t, db, clk, steps, perStep, time.Hour, func(int) {
+		maxL0 = max(maxL0, db.Metrics().Levels[0].Files)
+	})
+	m := db.Metrics()
+	t.Logf("flushes %d, compactions %v, max level-0 files %d, slowdowns %d, stalls %d",
+		m.Flushes, m.CompactionsByKind, maxL0, m.WriteSlowdowns, m.WriteStalls)
+	if m.Flushes < 30 {
+		t.Fatalf("only %d flushes: the stream does not pass the level-0 limit", m.Flushes)
+	}
+	if maxL0 != 9 {
+		t.Errorf("level 0 peaked at %d files between steps, want 9 (ShortLivedL0Limit 10 compacts at the tenth)", maxL0)
+	}
+	if m.CompactionsByKind["l0"] == 0 {
+		t.Errorf("no level-0 compaction in %d flushes", m.Flushes)
+	}
+	if m.WriteSlowdowns != 0 || m.WriteStalls != 0 {
+		t.Errorf("%d write slowdowns, %d stalls", m.WriteSlowdowns, m.WriteStalls)
+	}
+	for i := 0; i < steps*perStep; i += 97 {
+		mustGet(t, db, string(churnKey(i)), string(churnValue(i)))
+	}
+}
+
+// openSmallMemtableDB opens a DB in a fresh directory with a 64 KiB
+// memtable and no compression, on clk.
+func openSmallMemtableDB(t *testing.T, clk *clock.Manual) *DB {
+	t.Helper()
+	return openTestDB(t, t.TempDir(), clk, func(o *Options) {
+		o.MemtableSize = 64 << 10
+		o.NoCompression = true
+	})
+}
+
+// churnSteps writes perStep rows of the given TTL (churnKey order,
+// continuing across steps), advances the clock by 100 ms and waits for the
+// background, steps times, calling after with the step's index after each.
+func churnSteps(t *testing.T, db *DB, clk *clock.Manual, steps, perStep int, ttl time.Duration, after func(step int)) {
+	t.Helper()
+	ctx := context.Background()
+	n := 0
+	for step := range steps {
+		for range perStep {
+			if err := db.PutTTL(churnKey(n), churnValue(n), ExpireAfter(ttl)); err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		clk.Advance(100 * time.Millisecond)
+		if err := db.WaitForCompactions(ctx); err != nil {
+			t.Fatal(err)
+		}
+		after(step)
+	}
+}
+
+// BenchmarkCompaction measures compaction throughput: bytes of input tables
+// read, merged and rewritten per second by a manual full compaction. Each
+// iteration builds, untimed, a fresh in-memory database whose L0 holds
+// tables of overlapping random keys (some rows overwritten, some deleted,
+// some with a TTL), then times Compact over the whole key space. The
+// reported MB/s is bytes rewritten (Metrics.CompactionBytesWritten) per
+// second; read/op is the input the compaction read. The storage is
+// in-memory, so the figure is the engine's CPU cost, not the disk's.
+func BenchmarkCompaction(b *testing.B) {
+	for _, shape := range []struct {
+		name          string
+		tables, rows  int
+		overlapEvery  int // every n-th key of a table rewrites one of the previous table
+		deleteEvery   int
+		ttlEvery      int
+		compressionOn bool
+	}{
+		{name: "L0x4/64k-rows", tables: 4, rows: 64 << 10, overlapEvery: 4, deleteEvery: 16, ttlEvery: 3, compressionOn: true},
+		{name: "L0x4/64k-rows/nocompress", tables: 4, rows: 64 << 10, overlapEvery: 4, deleteEvery: 16, ttlEvery: 3},
+	} {
+		b.Run(shape.name, func(b *testing.B) {
+			vals := benchValuePool()
+			key := make([]byte, benchKeySize)
+			var read, written uint64
+			for b.Loop() {
+				b.StopTimer()
+				opts := &Options{
+					Storage:               storage.NewMem(),
+					DisableAutoCompaction: true,
+					MemtableSize:          256 << 20,
+				}
+				if !shape.compressionOn {
+					opts.NoCompression = true
+				}
+				db, err := Open("bench", opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				next := uint64(0)
+				for t := range shape.tables {
+					batch := db.NewBatch()
+					for i := range shape.rows {
+						k := next
+						if t > 0 && i%shape.overlapEvery == 0 {
+							k = next - uint64(shape.rows) // a key of the previous table
+						}
+						next++
+						benchKey(key, k)
+						switch {
+						case i%shape.deleteEvery == 0:
+							err = batch.Delete(key)
+						case i%shape.ttlEvery == 0:
+							err = batch.PutTTL(key, vals[i%benchValues], ExpireAfter(24*time.Hour))
+						default:
+							err = batch.Put(key, vals[i%benchValues])
+						}
+						if err != nil {
+							b.Fatal(err)
+						}
+						if batch.Len() == 1000 {
+							if err := batch.Write(nil); err != nil {
+								b.Fatal(err)
+							}
+							batch = db.NewBatch()
+						}
+					}
+					if err := batch.Write(nil); err != nil {
+						b.Fatal(err)
+					}
+					if err := db.Flush(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				before := db.Metrics()
+				b.StartTimer()
+				if err := db.Compact(context.Background(), nil, nil); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				after := db.Metrics()
+				read += after.CompactionBytesRead - before.CompactionBytesRead
+				written += after.CompactionBytesWritten - before.CompactionBytesWritten
+				if err := db.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			if b.N > 0 && (read == 0 || written == 0) {
+				b.Fatalf("compaction read nothing (metrics %d/%d)", read, written)
+			}
+			b.SetBytes(int64(written / uint64(b.N)))
+			b.ReportMetric(float64(read)/float64(b.N), "read/op")
+		})
+	}
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -82,31 +85,6 @@ func TestAgeRotation(t *testing.T) {
 	if n := db2.Metrics().Flushes; n != 0 {
 		t.Fatalf("rotation by age disabled but %d flushes", n)
 	}
-}
-
-// churnKey is the i-th write-once key of the churn workload: random order,
-// like a session ID.
-func churnKey(i int) []byte {
-	k := make([]byte, 16)
-	binary.BigEndian.PutUint64(k, uint64(i)*0x9E3779B97F4A7C15)
-	binary.BigEndian.PutUint64(k[8:], uint64(i))
-	return k
-}
-
-// churnValue is the value of the i-th row: 50 pseudo-random printable bytes
-// repeated twice, so that it compresses to about half, like the values of
-// the bench/ harness.
-func churnValue(i int) []byte {
-	v := make([]byte, 100)
-	x := uint64(i)*0x9E3779B97F4A7C15 + 1
-	for j := range 50 {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		v[j] = byte(' ' + x%95)
-	}
-	copy(v[50:], v[:50])
-	return v
 }
 
 // runChurn writes rate rows/s of 5 s TTL in 10 ms steps of manual time for
@@ -190,166 +168,88 @@ func TestChurnSpaceBound(t *testing.T) {
 	}
 }
 
-// TestExpiredRowHidesOlderVersion: a row that expires in the memtable is
-// flushed as it is (not as a tombstone) and must keep hiding the older
-// version beneath it through the flush, compactions and a reopen; where no
-// older version can exist the flush drops it.
-func TestExpiredRowHidesOlderVersion(t *testing.T) {
-	ctx := context.Background()
+var churnLive = flag.Int("churn.live", 200_000, "live keys in BenchmarkSessionChurn (TTL window size in writes)")
+
+// dirBytes returns the bytes of every file under dir.
+func dirBytes(tb testing.TB, dir string) int64 {
+	var n int64
+	filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			n += info.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+// BenchmarkSessionChurn models a session store: write-once keys (random, like
+// session IDs) with a TTL of 5 s of engine time, written at a steady rate of
+// churn.live keys per 5 s, so the live set stays at churn.live keys while the
+// total written grows with b.N. It reports space amplification (bytes on disk
+// over live logical bytes, averaged over the second half of the run) and
+// write amplification. Run long enough for many TTL periods, e.g.
+//
+//	go test -run '^$' -bench SessionChurn -benchtime 3000000x
+func BenchmarkSessionChurn(b *testing.B) {
+	const ttl = 5 * time.Second
+	live := *churnLive
 	clk := clock.NewManual(epoch)
-	dir := t.TempDir()
-	db := openTestDB(t, dir, clk, nil)
-	mustPut := func(k, v string, ttl TTL) {
-		t.Helper()
-		if err := db.PutTTL([]byte(k), []byte(v), ttl); err != nil {
-			t.Fatal(err)
+	dir := b.TempDir()
+	db, err := Open(dir, &Options{Clock: clk, MemtableSize: 4 << 20, PeriodicCompactionInterval: 30 * time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	key := make([]byte, 16)
+	value := make([]byte, 100)
+	for i := range value[:50] {
+		value[i] = byte(i*7 + 3) // half compressible, half constant
+	}
+	rowBytes := int64(len(key) + len(value))
+	// The clock advances 1 ms every `step` writes: live writes per TTL.
+	step := max(live/int(ttl.Milliseconds()), 1)
+	var ampSum float64
+	var ampN int
+	b.SetBytes(rowBytes)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		binary.BigEndian.PutUint64(key, uint64(i)*0x9E3779B97F4A7C15)
+		binary.BigEndian.PutUint64(key[8:], uint64(i))
+		if err := db.PutTTL(key, value, ExpireAfter(ttl)); err != nil {
+			b.Fatal(err)
+		}
+		if i%step == step-1 {
+			clk.Advance(time.Millisecond)
+		}
+		if i > b.N/2 && i%(live/4+1) == 0 && i >= 2*live {
+			b.StopTimer()
+			liveBytes := int64(min(i+1, live)) * rowBytes
+			ampSum += float64(dirBytes(b, dir)) / float64(liveBytes)
+			ampN++
+			b.StartTimer()
 		}
 	}
-	mustMissing := func(stage, k string) {
-		t.Helper()
-		if v, err := db.Get([]byte(k)); !errors.Is(err, ErrNotFound) {
-			t.Fatalf("%s: %s = %q, %v; want not found", stage, k, v, err)
-		}
-	}
-	for i := 0; i < 100; i++ {
-		mustPut(fmt.Sprintf("k%03d", i), "old", DefaultTTL())
-	}
-	if err := db.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 100; i += 2 {
-		mustPut(fmt.Sprintf("k%03d", i), "new", ExpireAfter(2*time.Second))
-	}
-	// Keys after every table: nothing older beneath them.
-	mustPut("z-expiring", "x", ExpireAfter(2*time.Second))
-	mustPut("z-live", "y", ExpireAfter(time.Hour))
-	clk.Advance(3 * time.Second) // expired in the memtable; due for rotation
-	if err := db.WaitForCompactions(ctx); err != nil {
-		t.Fatal(err)
+	b.StopTimer()
+	if err := db.WaitForCompactions(context.Background()); err != nil {
+		b.Fatal(err)
 	}
 	m := db.Metrics()
-	if m.Flushes != 2 || m.MemtableBytes != 0 {
-		t.Fatalf("idle memtable not flushed: %d flushes, %d bytes left", m.Flushes, m.MemtableBytes)
+	if ampN > 0 {
+		b.ReportMetric(ampSum/float64(ampN), "space-amp")
 	}
-	check := func(stage string) {
-		t.Helper()
-		for i := 0; i < 100; i++ {
-			k := fmt.Sprintf("k%03d", i)
-			if i%2 == 0 {
-				mustMissing(stage, k)
-			} else {
-				mustGet(t, db, k, "old")
-			}
-		}
-		mustMissing(stage, "z-expiring")
-		mustGet(t, db, "z-live", "y")
-	}
-	check("after flush")
-	if m.ExpiredToTombstone != 0 {
-		t.Fatalf("flush turned %d expired rows into tombstones", m.ExpiredToTombstone)
-	}
-	if err := db.ReclaimExpired(ctx); err != nil {
-		t.Fatal(err)
-	}
-	check("after ReclaimExpired")
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db = openTestDB(t, dir, clk, nil)
-	defer db.Close()
-	check("after reopen")
-}
-
-// TestFlushDropsExpiredAtBottom: a flush whose key range overlaps no table
-// drops the rows that expired in the memtable, and keeps the rest.
-func TestFlushDropsExpiredAtBottom(t *testing.T) {
-	clk := clock.NewManual(epoch)
-	db := openTestDB(t, t.TempDir(), clk, func(o *Options) { o.MemtableExpiryFraction = -1 })
-	defer db.Close()
-	for i := 0; i < 100; i++ {
-		ttl := ExpireAfter(time.Second)
-		if i%4 == 0 {
-			ttl = DefaultTTL()
-		}
-		if err := db.PutTTL([]byte(fmt.Sprintf("k%03d", i)), []byte("v"), ttl); err != nil {
-			t.Fatal(err)
-		}
-	}
-	clk.Advance(2 * time.Second)
-	if err := db.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	m := db.Metrics()
-	if m.ExpiredDropped != 75 || m.Levels[0].Rows != 25 {
-		t.Fatalf("flush dropped %d expired rows and kept %d rows; want 75 and 25", m.ExpiredDropped, m.Levels[0].Rows)
-	}
-	for i := 0; i < 100; i++ {
-		if v, err := db.Get([]byte(fmt.Sprintf("k%03d", i))); i%4 == 0 && (err != nil || string(v) != "v") || i%4 != 0 && !errors.Is(err, ErrNotFound) {
-			t.Fatalf("k%03d: %q, %v", i, v, err)
-		}
+	b.ReportMetric(m.WriteAmplification(), "write-amp")
+	b.ReportMetric(float64(b.N)/float64(live), "ttl-periods")
+	if testing.Verbose() {
+		fmt.Printf("churn: N=%d live=%d disk=%d flushes=%d compactions=%v drops=%d stalls=%d slowdowns=%d levels=%v\n",
+			b.N, live, dirBytes(b, dir), m.Flushes, m.CompactionsByKind, m.WholeFileDrops, m.WriteStalls, m.WriteSlowdowns, levelFiles(m))
 	}
 }
 
-// TestRecoveryKeepsTombstoneOverEarlierMemtable: recovery flushes several
-// memtables before recording any of their tables, so a later one must not
-// be treated as the bottom: its tombstone still hides the value an earlier
-// one holds.
-func TestRecoveryKeepsTombstoneOverEarlierMemtable(t *testing.T) {
-	clk := clock.NewManual(epoch)
-	dir := t.TempDir()
-	db := openTestDB(t, dir, clk, func(o *Options) { o.MemtableExpiryFraction = -1 })
-	if err := db.Put([]byte("k"), []byte("old")); err != nil {
-		t.Fatal(err)
+func levelFiles(m Metrics) []int {
+	out := make([]int, len(m.Levels))
+	for i, l := range m.Levels {
+		out[i] = l.Files
 	}
-	for i := 0; i < 200; i++ {
-		if err := db.Put([]byte(fmt.Sprintf("f%04d", i)), make([]byte, 100)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := db.Delete([]byte("k")); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	// Replayed into 4 KiB memtables: the put and the delete land in
-	// different ones.
-	db = openTestDB(t, dir, clk, func(o *Options) { o.MemtableSize = 4 << 10 })
-	defer db.Close()
-	if m := db.Metrics(); m.Levels[0].Files < 2 {
-		t.Fatalf("recovery wrote %d tables, want several", m.Levels[0].Files)
-	}
-	if v, err := db.Get([]byte("k")); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("deleted key after recovery: %q, %v", v, err)
-	}
-}
-
-// TestDefaultMemtableSize checks that a zero Options.MemtableSize means
-// DefaultMemtableSize: the active memtable is not rotated while it is below
-// that size and is rotated by the first write that finds it full.
-func TestDefaultMemtableSize(t *testing.T) {
-	clk := clock.NewManual(epoch)
-	db := openTestDB(t, t.TempDir(), clk, nil)
-	defer db.Close()
-	if db.opts.MemtableSize != DefaultMemtableSize {
-		t.Fatalf("resolved MemtableSize = %d, want %d", db.opts.MemtableSize, DefaultMemtableSize)
-	}
-	val := make([]byte, 4<<10)
-	key := func(i int) []byte { return fmt.Appendf(nil, "k%08d", i) }
-	i := 0
-	for ; db.Metrics().MemtableBytes < DefaultMemtableSize; i++ {
-		if err := db.Put(key(i), val); err != nil {
-			t.Fatal(err)
-		}
-		if m := db.Metrics(); m.ImmutableMemtables != 0 || m.Flushes != 0 {
-			t.Fatalf("memtable rotated at %d bytes, below the default %d", m.MemtableBytes, DefaultMemtableSize)
-		}
-	}
-	if err := db.Put(key(i), val); err != nil {
-		t.Fatal(err)
-	}
-	if m := db.Metrics(); m.ImmutableMemtables+int(m.Flushes) == 0 || m.MemtableBytes >= DefaultMemtableSize {
-		t.Fatalf("full memtable not rotated: active %d bytes, %d immutable, %d flushes",
-			m.MemtableBytes, m.ImmutableMemtables, m.Flushes)
-	}
+	return out
 }

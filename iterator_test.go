@@ -2,12 +2,16 @@ package mayfly
 
 import (
 	"bytes"
+	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mayflydb/mayfly/clock"
 	"github.com/mayflydb/mayfly/storage"
@@ -15,6 +19,7 @@ import (
 
 // iterKey and iterVal name row i of the iterator tests.
 func iterKey(i int) []byte { return fmt.Appendf(nil, "k%04d", i) }
+
 func iterVal(i int) []byte { return fmt.Appendf(nil, "v%04d-%s", i, strings.Repeat("x", 100)) }
 
 // openIterDB opens an in-memory database with small blocks and puts rows
@@ -378,4 +383,201 @@ func TestIterBounds(t *testing.T) {
 	if scanErr != nil || len(got) != n {
 		t.Fatalf("Scan(nil, empty) = %d keys, %v; want %d", len(got), scanErr, n)
 	}
+}
+
+// TestIteratorRowsReadMetric checks that an iterator's rows reach the
+// RowsRead metric: in batches while it is open (never more than it
+// returned, never more than a batch behind) and all of them by Close.
+func TestIteratorRowsReadMetric(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), clock.NewManual(time.UnixMilli(1_000_000)), nil)
+	defer db.Close()
+	const n = 3*rowsReadBatch + 17
+	for i := range n {
+		if err := db.Put(fmt.Appendf(nil, "k%05d", i), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := db.Metrics().RowsRead
+	it, err := db.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := uint64(0)
+	for ok := it.First(); ok; ok = it.Next() {
+		seen++
+		got := db.Metrics().RowsRead - before
+		if got > seen || seen-got >= rowsReadBatch {
+			t.Fatalf("after %d rows the metric counts %d", seen, got)
+		}
+	}
+	// Moving backwards counts too.
+	for ok := it.Last(); ok; ok = it.Prev() {
+		seen++
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if seen != 2*n {
+		t.Fatalf("iterated %d rows, want %d", seen, 2*n)
+	}
+	if got := db.Metrics().RowsRead - before; got != seen {
+		t.Fatalf("after Close the metric counts %d rows, want %d", got, seen)
+	}
+}
+
+// BenchmarkScan measures a full forward scan of 100k flushed rows; one op is
+// one whole scan, SetBytes counts every key and value it returns, and ns/key
+// is the per-row cost.
+func BenchmarkScan(b *testing.B) {
+	db := openBenchDB(b, nil)
+	loadBench(b, db, benchPreload)
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(benchPreload * benchRowBytes)
+	b.ReportAllocs()
+	cpu := startCPU()
+	for b.Loop() {
+		var err error
+		n := 0
+		for k, v := range db.Scan(nil, nil, &err) {
+			if len(k) != benchKeySize || len(v) != benchValueSize {
+				b.Fatalf("row %d: %d-byte key, %d-byte value", n, len(k), len(v))
+			}
+			n++
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n != benchPreload {
+			b.Fatalf("scanned %d rows, want %d", n, benchPreload)
+		}
+	}
+	cpu.report(b)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchPreload, "ns/key")
+}
+
+// openMultiLevelDB loads benchPreload rows into a database with small
+// memtables, tables and level targets, then waits for compaction, so that
+// the rows spread over many tables in several levels (the shape of a real
+// database, scaled down). It reports the number of tables as a metric.
+func openMultiLevelDB(b *testing.B) *DB {
+	b.Helper()
+	db := openBenchDB(b, func(o *Options) {
+		o.MemtableSize = 1 << 20
+		o.TargetFileSize = 128 << 10
+		o.LBaseMaxBytes = 256 << 10
+		o.LevelSizeRatio = 4
+	})
+	loadBench(b, db, benchPreload)
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.WaitForCompactions(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
+// reportShape adds the number of tables and of non-empty levels as metrics.
+func reportShape(b *testing.B, db *DB) {
+	files, levels := 0, 0
+	var perLevel []int
+	for _, l := range db.Metrics().Levels {
+		perLevel = append(perLevel, l.Files)
+		files += l.Files
+		if l.Files > 0 {
+			levels++
+		}
+	}
+	b.ReportMetric(float64(files), "tables")
+	b.ReportMetric(float64(levels), "levels")
+	b.Logf("files per level: %v", perLevel)
+}
+
+// BenchmarkScanMultiLevel is BenchmarkScan over a database whose rows are
+// spread over many tables in several levels: one op is one whole scan.
+func BenchmarkScanMultiLevel(b *testing.B) {
+	db := openMultiLevelDB(b)
+	// One untimed scan fills the block cache, so that the first (and with
+	// small b.N dominant) iteration does not time decompression.
+	for range db.Scan(nil, nil, nil) {
+	}
+	b.SetBytes(benchPreload * benchRowBytes)
+	b.ReportAllocs()
+	cpu := startCPU()
+	for b.Loop() {
+		var err error
+		n := 0
+		for range db.Scan(nil, nil, &err) {
+			n++
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n != benchPreload {
+			b.Fatalf("scanned %d rows, want %d", n, benchPreload)
+		}
+	}
+	cpu.report(b)
+	reportShape(b, db)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchPreload, "ns/key")
+}
+
+// BenchmarkSeekGEMultiLevel measures one SeekGE to a random existing key
+// (and reading the row it lands on) through a reused iterator, over the
+// database of BenchmarkScanMultiLevel. "bounded" gives the iterator an
+// upper bound just past a short key range, as a prefix scan would.
+func BenchmarkSeekGEMultiLevel(b *testing.B) {
+	db := openMultiLevelDB(b)
+	seek := func(b *testing.B, opts *IterOptions) {
+		it, err := db.NewIter(opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer it.Close()
+		r := rand.New(rand.NewPCG(20, 21))
+		k := make([]byte, benchKeySize)
+		b.ReportAllocs()
+		cpu := startCPU()
+		for b.Loop() {
+			benchKey(k, r.Uint64N(benchPreload))
+			if !it.SeekGE(k) {
+				b.Fatalf("SeekGE(%x) found nothing: %v", k, it.Error())
+			}
+			if len(it.Value()) != benchValueSize {
+				b.Fatalf("value of %d bytes", len(it.Value()))
+			}
+		}
+		b.StopTimer()
+		cpu.report(b)
+		reportShape(b, db)
+	}
+	b.Run("unbounded", func(b *testing.B) { seek(b, nil) })
+	// prefix opens a bounded iterator per op over the 8-byte prefix of a
+	// random existing key, as a prefix lookup would, and reads its first row.
+	b.Run("prefix", func(b *testing.B) {
+		r := rand.New(rand.NewPCG(22, 23))
+		k := make([]byte, benchKeySize)
+		upper := make([]byte, 8)
+		b.ReportAllocs()
+		cpu := startCPU()
+		for b.Loop() {
+			benchKey(k, r.Uint64N(benchPreload))
+			binary.BigEndian.PutUint64(upper, binary.BigEndian.Uint64(k)+1)
+			it, err := db.NewIter(&IterOptions{LowerBound: k[:8], UpperBound: upper})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !it.First() || len(it.Value()) != benchValueSize {
+				b.Fatalf("prefix %x: no row (%v)", k[:8], it.Error())
+			}
+			if err := it.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StopTimer()
+		cpu.report(b)
+		reportShape(b, db)
+	})
 }

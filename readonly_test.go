@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mayflydb/mayfly/clock"
 	"github.com/mayflydb/mayfly/storage"
@@ -480,4 +481,98 @@ func TestReadOnlyMount(t *testing.T) {
 		t.Fatalf("read-only open on a read-only mount: %q", line)
 	}
 	wantSameDir(t, dir, before)
+}
+
+// TestReadOnlyRefreshKeepsWAL: a read-only handle (not a FollowWAL-less
+// follower) sees unflushed writes at Open and still sees them after Refresh.
+func TestReadOnlyRefreshKeepsWAL(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	mem := storage.NewMem()
+	db := openTestDB(t, "", clk, func(o *Options) { o.Storage = mem })
+	db.Put([]byte("flushed"), []byte("1"))
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutWith([]byte("wal-only"), []byte("2"), NoExpiry(), Sync); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	ro := openTestDB(t, "", clk, func(o *Options) { o.Storage = mem; o.ReadOnly = true })
+	defer ro.Close()
+	mustGet(t, ro, "wal-only", "2")
+	if _, err := ro.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, ro, "wal-only", "2")
+	mustGet(t, ro, "flushed", "1")
+}
+
+// TestReadOnlyHandleReleasesTailMemtables: a read-only handle replays the
+// WAL into memtables of its own and replaces them on Refresh; an iterator
+// opened before a Refresh that drops them keeps reading its rows, and Close
+// gives every arena byte back.
+func TestReadOnlyHandleReleasesTailMemtables(t *testing.T) {
+	base := arenaBytes()
+	clk := clock.NewManual(epoch)
+	mem := storage.NewMem()
+	w := openTestDB(t, "", clk, func(o *Options) { o.Storage = mem })
+	const n = 1000
+	for i := range n {
+		if err := w.Put(lifeKey(i), lifeVal(i, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.PutWith(lifeKey(n), lifeVal(n, 0), NoExpiry(), Sync); err != nil {
+		t.Fatal(err)
+	}
+	ro := openTestDB(t, "", clk, func(o *Options) {
+		o.Storage = mem
+		o.ReadOnly, o.FollowWAL = true, true
+		o.FollowInterval = time.Hour // polled by hand with Refresh
+	})
+	it, err := ro.NewIter(nil) // reads the handle's WAL memtables
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil { // the rows move to a table...
+		t.Fatal(err)
+	}
+	if _, err := ro.Refresh(); err != nil { // ...and leave the handle's tail
+		t.Fatal(err)
+	}
+	checkScan(t, it, 0, n+1, 0)
+	it.Close()
+	mustGet(t, ro, string(lifeKey(5)), string(lifeVal(5, 0)))
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ro.Refresh(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Refresh after Close = %v, want ErrClosed", err)
+	}
+	if err := w.PutWith(lifeKey(0), lifeVal(0, 1), NoExpiry(), Sync); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := arenaBytes(); got != base {
+		t.Fatalf("after Close of both handles %d arena bytes remain", got-base)
+	}
+
+	// A plain read-only handle replays the unflushed row at Open.
+	ro = openTestDB(t, "", clk, func(o *Options) { o.Storage = mem; o.ReadOnly = true })
+	mustGet(t, ro, string(lifeKey(0)), string(lifeVal(0, 1)))
+	if _, err := ro.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, ro, string(lifeKey(0)), string(lifeVal(0, 1)))
+	if arenaBytes() == base {
+		t.Fatal("the read-only handle's WAL rows use no arena")
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := arenaBytes(); got != base {
+		t.Fatalf("after Close of the read-only handle %d arena bytes remain", got-base)
+	}
 }

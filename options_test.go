@@ -1,5 +1,236 @@
 package mayfly
 
+import (
+	"context"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mayflydb/mayfly/clock"
+	"github.com/mayflydb/mayfly/sstable"
+	"github.com/mayflydb/mayfly/storage"
+	"github.com/mayflydb/mayfly/storage/s3"
+)
+
+// TestOpenRejectsOversizedBloom: a BloomBitsPerKey above the bound fails
+// Open with ErrInvalidOptions before anything is created; the bound itself
+// is accepted.
+func TestOpenRejectsOversizedBloom(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	_, err := Open(dir, &Options{BloomBitsPerKey: MaxBloomBitsPerKey + 1})
+	if !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("Open with BloomBitsPerKey %d: %v, want ErrInvalidOptions", MaxBloomBitsPerKey+1, err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a rejected Open left %s behind (stat: %v)", dir, err)
+	}
+	db, err := Open(dir, &Options{BloomBitsPerKey: MaxBloomBitsPerKey})
+	if err != nil {
+		t.Fatalf("Open with BloomBitsPerKey %d: %v", MaxBloomBitsPerKey, err)
+	}
+	if err := db.Put([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := db.Get([]byte("k")); err != nil || string(v) != "v" {
+		t.Fatalf("Get after flush with a %d-bit filter: %q, %v", MaxBloomBitsPerKey, v, err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestL0StallDefaultsScaleWithMemtable: the default level-0 slowdown and
+// stop thresholds are 8 and 12 files at the 16 MiB reference memtable and
+// above; below it the slowdown threshold doubles (never more) and the stop
+// threshold scales with 16 MiB over the memtable size up to three times (36
+// files below 6 MiB+), and explicit thresholds are kept as given (the
+// slowdown still clamped to the stop threshold).
+func TestL0StallDefaultsScaleWithMemtable(t *testing.T) {
+	for _, c := range []struct {
+		memtable, wantMemtable int64
+		slowdown, stop         int
+		wantSlowdown, wantStop int
+	}{
+		{0, DefaultMemtableSize, 0, 0, 8 * l0StallScale(DefaultMemtableSize), 12 * l0StopScale(DefaultMemtableSize)},
+		{64 << 20, 64 << 20, 0, 0, 8, 12},
+		{16 << 20, 16 << 20, 0, 0, 8, 12},
+		{16<<20 - 1, 16<<20 - 1, 0, 0, 16, 24},
+		{8 << 20, 8 << 20, 0, 0, 16, 24},
+		{8<<20 - 1, 8<<20 - 1, 0, 0, 16, 36},
+		{6 << 20, 6 << 20, 0, 0, 16, 36},
+		{4 << 20, 4 << 20, 0, 0, 16, 36},
+		{1 << 20, 1 << 20, 0, 0, 16, 36}, // capped at twice and three times
+		{4 << 10, 4 << 10, 0, 0, 16, 36},
+		{8 << 20, 8 << 20, 8, 12, 8, 12},  // explicit: as given
+		{8 << 20, 8 << 20, 0, 6, 6, 6},    // default slowdown clamped to an explicit stop
+		{8 << 20, 8 << 20, 10, 0, 10, 24}, // explicit slowdown, default stop
+	} {
+		o, err := (&Options{MemtableSize: c.memtable, L0SlowdownWritesThreshold: c.slowdown, L0StopWritesThreshold: c.stop}).withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.MemtableSize != c.wantMemtable || o.L0SlowdownWritesThreshold != c.wantSlowdown || o.L0StopWritesThreshold != c.wantStop {
+			t.Errorf("MemtableSize %d, thresholds %d/%d: got memtable %d, thresholds %d/%d; want %d, %d/%d",
+				c.memtable, c.slowdown, c.stop, o.MemtableSize, o.L0SlowdownWritesThreshold, o.L0StopWritesThreshold,
+				c.wantMemtable, c.wantSlowdown, c.wantStop)
+		}
+	}
+	// The resolved thresholds are the ones the write path and the picker use.
+	db, err := Open(filepath.Join(t.TempDir(), "db"), &Options{MemtableSize: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got := db.pickerOptsValue().L0SlowdownWritesThreshold; got != 16 || db.opts.L0StopWritesThreshold != 24 {
+		t.Fatalf("8 MiB memtable: DB uses thresholds %d/%d, want 16/24", got, db.opts.L0StopWritesThreshold)
+	}
+}
+
+// fencingMem is an in-memory store that looks like an object store.
+type fencingMem struct{ *storage.Mem }
+
+func (fencingMem) FenceLog(string) error { return nil }
+
+func TestReadAheadSizeDefault(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		remote bool
+		cache  bool
+		set    int
+		want   int
+	}{
+		{"local default", false, false, 0, defaultLocalReadAhead},
+		{"local set", false, false, 128 << 10, 128 << 10},
+		{"local negative", false, false, -1, 0},
+		{"object store default", true, false, 0, defaultObjectReadAhead},
+		{"object store set", true, false, 64 << 10, 64 << 10},
+		{"object store negative", true, false, -5, 0},
+		{"object store with disk cache", true, true, 0, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := &Options{ReadAheadSize: c.set}
+			if c.remote {
+				o.Storage = fencingMem{storage.NewMem()}
+			}
+			if c.cache {
+				o.ObjectCacheDir = t.TempDir()
+			}
+			db, err := Open(t.TempDir(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			if got := db.opts.ReadAheadSize; got != c.want {
+				t.Fatalf("ReadAheadSize = %d, want %d", got, c.want)
+			}
+			// Only the local default leaves compactions without read-ahead.
+			wantComp := 0
+			if !c.remote && c.set == 0 {
+				wantComp = -1
+			}
+			if db.compactionReadAhead != wantComp {
+				t.Fatalf("compactionReadAhead = %d, want %d", db.compactionReadAhead, wantComp)
+			}
+			if o.ReadAheadSize != c.set {
+				t.Fatalf("Open changed the caller's Options")
+			}
+		})
+	}
+}
+
+// Scans, compactions and reopenings with read-ahead see every row.
+func TestReadAheadDBScan(t *testing.T) {
+	st := storage.NewMem()
+	const n = 5000
+	scan := func(readAhead int) {
+		t.Helper()
+		db, err := Open("", &Options{Storage: st, ReadAheadSize: readAhead, BlockCacheSize: -1, BlockSize: 512})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		it, err := db.NewIter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			if want := fmt.Sprintf("k%06d", i); string(it.Key()) != want || string(it.Value()) != want+"-v" {
+				t.Fatalf("read-ahead %d: row %d is %q=%q", readAhead, i, it.Key(), it.Value())
+			}
+			i++
+		}
+		if err := it.Close(); err != nil || i != n {
+			t.Fatalf("read-ahead %d: %d rows, err %v", readAhead, i, err)
+		}
+	}
+	db, err := Open("", &Options{Storage: st, ReadAheadSize: 8 << 10, BlockSize: 512, MemtableSize: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		k := fmt.Sprintf("k%06d", i)
+		if err := db.Put([]byte(k), []byte(k+"-v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Compact(context.Background(), nil, nil); err != nil { // reads the flushed tables ahead
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	scan(-1)
+	scan(4 << 10)
+	scan(1 << 20)
+}
+
+// TestDefaultMemtableSize checks that a zero Options.MemtableSize means
+// DefaultMemtableSize: the active memtable is not rotated while it is below
+// that size and is rotated by the first write that finds it full.
+func TestDefaultMemtableSize(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openTestDB(t, t.TempDir(), clk, nil)
+	defer db.Close()
+	if db.opts.MemtableSize != DefaultMemtableSize {
+		t.Fatalf("resolved MemtableSize = %d, want %d", db.opts.MemtableSize, DefaultMemtableSize)
+	}
+	val := make([]byte, 4<<10)
+	key := func(i int) []byte { return fmt.Appendf(nil, "k%08d", i) }
+	i := 0
+	for ; db.Metrics().MemtableBytes < DefaultMemtableSize; i++ {
+		if err := db.Put(key(i), val); err != nil {
+			t.Fatal(err)
+		}
+		if m := db.Metrics(); m.ImmutableMemtables != 0 || m.Flushes != 0 {
+			t.Fatalf("memtable rotated at %d bytes, below the default %d", m.MemtableBytes, DefaultMemtableSize)
+		}
+	}
+	if err := db.Put(key(i), val); err != nil {
+		t.Fatal(err)
+	}
+	if m := db.Metrics(); m.ImmutableMemtables+int(m.Flushes) == 0 || m.MemtableBytes >= DefaultMemtableSize {
+		t.Fatalf("full memtable not rotated: active %d bytes, %d immutable, %d flushes",
+			m.MemtableBytes, m.ImmutableMemtables, m.Flushes)
+	}
+}
+
 // Tests of the documentation: every default that a table in docs/ states is
 // checked against the code, so that a changed default fails until the docs
 // change with it, and every test that docs/testing.md's Promises table names
@@ -22,29 +253,6 @@ package mayfly
 // sstable.Compression name, or, for fields whose default is their zero value
 // (nil, ""), text describing what that zero means. A cell, row or condition
 // the parser does not understand fails the test.
-
-import (
-	"context"
-	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"reflect"
-	"regexp"
-	"strconv"
-	"strings"
-	"testing"
-	"time"
-
-	"github.com/mayflydb/mayfly/sstable"
-	"github.com/mayflydb/mayfly/storage"
-	"github.com/mayflydb/mayfly/storage/s3"
-)
 
 // mdTable is one markdown table of a documentation file.
 type mdTable struct {
