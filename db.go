@@ -31,12 +31,10 @@ import (
 
 // memPoolChunks is how many arena chunks (memtable.ChunkSize) a database keeps
 // between memtables: -1, as many as one memtable holds. Pooled chunks stay
-// resident, so at 6 MiB memtables this holds 2-6 MB more at the fills' peak
-// than one chunk would, but one chunk maps the rest of every memtable's
-// chunks on the commit path, and that cost batched loads 6-10% of their
-// throughput (docs/benchmarks.md, "Memtable 6 MiB, one pooled chunk").
-// Beside this limit the pool keeps no chunk while the live memtables and
-// the pool already hold two memtables' worth (memtable.Pool).
+// resident; a smaller pool maps the rest of every memtable's chunks on the
+// commit path (RFC 0003, "Chunk recycling"). Beside this limit the pool
+// keeps no chunk while the live memtables and the pool already hold two
+// memtables' worth (memtable.Pool).
 const memPoolChunks = -1
 
 // DB is an open database. Open one with Open and release it with Close.

@@ -556,10 +556,10 @@ func (c *ctxIterator) Error() error {
 // Why not one iterator per table everywhere: each table iterator reads its
 // own copy of the table's index block (sstable.Reader.NewCompactionIter)
 // and, once the merge positions it, its first read-ahead window, and holds
-// both until the compaction ends. A compaction into a base level of a dozen
-// overlapping tables held all their index copies for its whole run (1.5 MB
-// of a 1M-row overwrite's peak); a levelIter holds those of the table it
-// reads, and frees each when it moves past it.
+// both until the compaction ends, so a compaction into a base level of many
+// overlapping tables would hold all their index copies for its whole run; a
+// levelIter holds those of the table it reads, and frees each when it moves
+// past it (RFC 0004, "Reading the inputs").
 func compactionIters(p *compaction.Pick) []format.Iterator {
 	var iters []format.Iterator
 	for _, in := range p.Inputs {
@@ -582,7 +582,7 @@ func compactionIters(p *compaction.Pick) []format.Iterator {
 
 // sortedDisjoint reports whether tables are sorted by key and share no user
 // key, as a levelIter needs. The tables of a level >= 1 always are; a pick
-// whose are not is merged table by table, as before.
+// whose are not is merged table by table.
 func sortedDisjoint(tables []*tableFile) bool {
 	for i := 1; i < len(tables); i++ {
 		if bytes.Compare(tables[i-1].Largest, tables[i].Smallest) >= 0 {

@@ -198,13 +198,10 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 //
 // Why: a flush that falls behind a bulk load otherwise lets three full
 // memtables live at once (the flushing one, one waiting and the active
-// one), and that third arena sets the fill's peak resident memory: 12.6 MB
-// of memtables at 6 MiB, where Pebble's two 4 MiB memtables hold 8.4.
-// With a quarter it is at most 2.25 memtables; writes still run on while
-// the second frozen memtable waits, which keeps the bulk loads' throughput
-// of two waiting memtables rather than the stalls of one
-// (MaxImmutableMemtables 1 cost fillbatch 15%: RFC 0003, "Memtables alive
-// at the fill peak").
+// one), and that third arena sets the fill's peak resident memory. With a
+// quarter at most 2.25 memtables are live, and writes still run on while
+// the second frozen memtable waits instead of stalling on every flush
+// (RFC 0003, "Memtables alive at the fill peak").
 const lastMemtableDiv = 4
 
 // makeRoomForWrite rotates a full memtable, or one due for rotation by the

@@ -14,9 +14,7 @@ import "time"
 // brake to speak of), a quarter of that one file past the threshold, and
 // down to slowdownStopRate one file below the stop threshold. The square
 // keeps the first files of the zone nearly free and brakes hard near the
-// stop; a linear fall (rate over l0-slow+1) slept twice as long in 1M
-// random overwrites at 4 MiB memtables for the same write amplification
-// (docs/benchmarks.md, "Level-0 write slowdown as a rate").
+// stop (RFC 0004, "Backpressure", on the linear fall it replaced).
 //
 // The delay is a debt carried by the commit pipeline: it is slept off once
 // it reaches slowdownQuantum, in slices of at most slowdownSlice with level 0

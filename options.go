@@ -25,18 +25,14 @@ const (
 const defaultObjectReadAhead = 1 << 20
 
 // DefaultMemtableSize is the MemtableSize used when Options leaves it zero:
-// 6 MiB. With frozen memtables and write buffers and table indexes outside
-// the Go heap, a 1M-row fill then peaks within a few MB of Pebble's RSS with
-// its 4 MiB memtables while sequential, random and batched loads stay ahead
-// of it (docs/benchmarks.md, "Memtable 6 MiB, one pooled chunk"); 8 MiB
-// peaked 2-8 MB above it, 4-5 MiB lost random overwrites (write
-// amplification 5 against 3). TTL churn still drops its level-0
-// tables whole: short-lived TTL tables may fill a larger level 0 while they
-// are forecast to be dropped whole (RFC 0004), and below 16 MiB the default
-// level-0 slowdown threshold doubles (l0StallScale; the stop threshold
-// triples below 8 MiB, l0StopScale). Services that ingest in
-// large bursts and care more about write amplification than memory can set
-// 16 or 64 MiB.
+// 6 MiB, the size that keeps a bulk load's peak resident memory near that of
+// a store with two 4 MiB memtables without raising random writes' write
+// amplification (RFC 0003, "Default memtable size"). TTL churn still drops its
+// level-0 tables whole: short-lived TTL tables may fill a larger level 0
+// while they are forecast to be dropped whole (RFC 0004), and below 16 MiB
+// the default level-0 slowdown threshold doubles (the stop threshold triples
+// below 8 MiB). Services that ingest in large bursts and care more about
+// write amplification than memory can set 16 or 64 MiB.
 const DefaultMemtableSize = 6 << 20
 
 // l0StallReferenceMemtable is the memtable size the default level-0 stall
@@ -51,9 +47,7 @@ const maxL0StallScale = 2
 // between 1 and maxL0StallScale (1 at 16 MiB and above, 2 below). The
 // thresholds bound compaction debt, which is bytes, and a level-0 compaction
 // into a large base level takes as long whatever the memtable size, while
-// the flushes that land during it double as the memtable halves: with 8 MiB
-// memtables and thresholds 8 and 12, 1M random overwrites slowed down
-// 2,200-2,400 times (1 ms each) and ran at 0.92-1.10x Pebble (RFC 0004,
+// the flushes that land during it double as the memtable halves (RFC 0004,
 // "Level-0 stall thresholds and the memtable size"). Explicit thresholds
 // are used as given.
 func l0StallScale(memtable int64) int { return l0ScaleCapped(memtable, maxL0StallScale) }
@@ -179,8 +173,8 @@ type Options struct {
 	// memtables and a quarter of one are alive at once, so write-path memory
 	// grows with this size.
 	// A larger memtable makes fewer, larger level-0 tables: less level-0
-	// compaction for random writes, at the price of that memory (see
-	// docs/benchmarks.md, "Memtable size: RSS against write amplification").
+	// compaction for random writes, at the price of that memory (RFC 0004,
+	// "Level-0 stall thresholds and the memtable size").
 	MemtableSize int64
 	// MaxImmutableMemtables is how many frozen memtables may wait for their
 	// flush; while that many wait, the active memtable takes writes up to a
@@ -251,12 +245,11 @@ type Options struct {
 	// 16 MiB/s one file below the stop threshold (RFC 0004,
 	// "Backpressure"); a writer of
 	// small rows pays for its bytes, not a fixed delay per commit. A value
-	// equal to L0StopWritesThreshold disables the delay. Default: 8 times
-	// l0StallScale: 16 with a MemtableSize below 16 MiB (the default 6 MiB),
-	// 8 from 16 MiB up.
+	// equal to L0StopWritesThreshold disables the delay. Default: 16 with a
+	// MemtableSize below 16 MiB (the default 6 MiB), 8 from 16 MiB up.
 	// With a MemtableSize below 64 MiB, short-lived TTL tables (RFC 0004)
-	// count as a fraction of a file here and in L0StopWritesThreshold
-	// (compaction.L0StallFiles).
+	// count as a fraction of a file here and in L0StopWritesThreshold while
+	// they are forecast to be dropped whole (compaction.L0Census.StallFiles).
 	L0SlowdownWritesThreshold int
 	// L0StopWritesThreshold is the number of level-0 files at which writes
 	// stall until compaction catches up; it bounds level 0's read

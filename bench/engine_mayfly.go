@@ -14,7 +14,7 @@ import (
 // memtableEnv names an environment variable that, when set, overrides
 // Options.MemtableSize for the Mayfly engine with this many MiB (fractions
 // allowed, e.g. 0.5). It exists only to measure the memtable-size trade
-// (docs/benchmarks.md) without editing code; reported comparisons leave it
+// (bench/HISTORY.md, "Memtable size: RSS against write amplification") without editing code; reported comparisons leave it
 // unset so that Mayfly runs with the library's defaults. It is read by this
 // adapter only, never by the library.
 const memtableEnv = "MAYFLY_BENCH_MEMTABLE_MIB"

@@ -284,9 +284,9 @@ func (c *L0Census) Add(m *manifest.FileMeta, o *PickerOptions) {
 // limit would only add level-0 files to every read before the same
 // compaction), nor do tables all created in the same millisecond (no rate
 // to go by). Taking the scale the forecast needs, not only the one the
-// memtable size suggests, keeps a faster stream's drops: at 19 tables a
-// second and a 5 s TTL about 100 tables are alive, above the 6 MiB
-// memtable's 10 x 11.
+// memtable size suggests, keeps the drops of a stream that makes more
+// tables per TTL than ShortLivedScale allows (RFC 0004, "Level-0 stall
+// thresholds and the memtable size").
 func (c *L0Census) Scale(o *PickerOptions, now int64) int {
 	s := ShortLivedScale(o)
 	if s == 1 || c.ShortLived < 2 || c.lastCreated <= c.firstCreated {

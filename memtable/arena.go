@@ -29,10 +29,9 @@ import (
 // in full (NewResident), so the unused tail of a memtable's last chunk, and
 // of the last chunk of its frozen array, is resident memory that holds
 // nothing: up to a chunk each, per live or pooled memtable. 256 KiB keeps
-// that slack under 1 MiB across the two memtables and the pool of a fill
-// (at 1 MiB it was 1-3 MB of its peak: docs/benchmarks.md, "Memory outside
-// the Go heap"), while a fresh chunk's mmap still amortises over 64 pages
-// and offsets still fit an entry's 20 bits (entry.go).
+// that slack under 1 MiB across the two memtables and the pool of a fill,
+// while a fresh chunk's mmap still amortises over 64 pages and offsets
+// still fit an entry's 20 bits (entry.go; RFC 0003, "Chunk size").
 const arenaChunk = 256 << 10
 
 // ChunkSize is the size of the arena chunks memtables and Pools hold (a

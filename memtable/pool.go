@@ -215,15 +215,11 @@ func (p *Pool) release(pu manual.Purpose, chunks [][]byte) {
 // memtables stay under 2n: two memtables' worth as the workload fills them.
 //
 // Why: a pool that refilled to its limit at every release kept the chunks
-// of the run's high-water mark resident for good, arena plus pool at the
-// fill's peak 12.6 MB at 6 MiB (three memtables' worth), beside the flush's
-// and compaction's buffers at their largest. While one memtable is flushed
-// the next one fills, and the flushed one's chunks are what the one after
-// needs; chunks beyond that are mapped fresh on the commit path (about
-// 0.1 ms a chunk) and freed at their release. A bound of 1.5n saved about
-// 0.5 MB more at the fill peaks but cost batched loads 6-10% of their
-// throughput on a quiet machine (fillbatch 0.94x Pebble twice against
-// 1.03-1.04x: docs/rfc/0003, "Chunk recycling").
+// of the run's high-water mark resident for good, beside the flush's and
+// compaction's buffers at their largest. While one memtable is flushed the
+// next one fills, and the flushed one's chunks are what the one after
+// needs; chunks beyond that are mapped fresh on the commit path and freed at
+// their release (RFC 0003, "Chunk recycling", on the bounds rejected).
 func (p *Pool) memtableReleased(n int) {
 	if p == nil {
 		return

@@ -4,11 +4,9 @@ package sstable
 //
 // A Reader keeps its table's decoded point index and filter in memory from
 // their first use (lazy.go) for as long as it is open, outside the cache.
-// Left out of the budget, they made a DB's memory the cache's capacity plus
-// a few MB per GB of tables: about 3.9 MB on top of a 64 MiB cache for the
-// 1M-key benchmark database, doubled again by GC headroom since they live on
-// the Go heap. Engines that keep index and filter blocks in their block
-// cache (Pebble, RocksDB by option) pay for them out of the same budget.
+// Left out of the budget, they would make a DB's memory the cache's
+// capacity plus a few MB per GB of tables, doubled by GC headroom where they
+// live on the Go heap (RFC 0003, "Block cache").
 //
 // So a Reader opened with a Cache charges the bytes it holds to it (each
 // structure when it is loaded), and the Cache lowers the share of its
@@ -16,7 +14,7 @@ package sstable
 // at once if they now exceed it. Close gives the charge back. Charges never
 // squeeze data blocks below minBlockShare of the capacity: a database whose
 // tables' metadata alone exceeds the budget still caches some blocks (its
-// memory then exceeds the budget by that metadata, as before).
+// memory then exceeds the budget by that metadata).
 
 // minBlockShare is the smallest fraction (1/minBlockShare) of a Cache's
 // capacity that charges leave to data blocks.

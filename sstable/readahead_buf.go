@@ -10,9 +10,9 @@ package sstable
 //
 // The buffers live outside the Go heap (internal/manual): on the heap, a
 // buffer in use or waiting in a sync.Pool counted toward the GC's heap goal
-// and so cost up to twice its size in resident memory (0.83 MB live at the
-// peak of a full scan), and a pool emptied by a collection made the next
-// windows allocate afresh. Mapping a buffer per window would cost a system
+// and so cost up to twice its size in resident memory, and a pool emptied
+// by a collection made the next windows allocate afresh (bench/HISTORY.md,
+// "Read path Go heap (branch scanheap)"). Mapping a buffer per window would cost a system
 // call and page faults per window, so the block cache owns a windowPool
 // that recycles them through a small free list per power-of-two size
 // class, from initialReadAhead up to maxPooledWindow, holding at most

@@ -519,9 +519,8 @@ const LogPreallocSize = 64 << 10
 // zeroChunk is a source of zeros for initialising preallocated log space,
 // one page per write: zero-filling with larger writes lets the kernel cache
 // the space in large folios (Linux 6.x), and a later commit that dirties a
-// few bytes of one then writes the whole folio back at every fdatasync —
-// measured 64 KiB per 140-byte synced commit with 64 KiB zero writes (16x
-// the I/O of a growing file) against 4 KiB with page-sized ones.
+// few bytes of one then writes the whole folio back at every fdatasync
+// (bench/HISTORY.md, "WAL zero-fill: one page per write").
 var zeroChunk [4 << 10]byte
 
 // localLog writes a log at its own offset (the file has one writer). A
@@ -540,9 +539,8 @@ var zeroChunk [4 << 10]byte
 // Reserving starts at the log's first Sync: a log that is never synced
 // (a database writing without Sync rotates its segments without syncing
 // them in between) gains nothing from it, and the zero writes would double
-// its write I/O (in a sequential fill's CPU profile the zero-fill was a
-// quarter of the WAL's write system-call time). Until then the file grows
-// with its writes.
+// its write I/O (bench/HISTORY.md, "Lead checks, second round of merges").
+// Until then the file grows with its writes.
 type localLog struct {
 	f        *os.File
 	armed    bool  // created preallocated: reserve once synced

@@ -201,14 +201,9 @@ func RecordLen(n int) int { return RecordHeaderSize + n }
 // rather than up to twice their size under the garbage collector's heap
 // goal; a light writer that never fills a buffer touches only the pages it
 // uses. A single write larger than maxPending into an empty buffer gets a
-// Go heap buffer of its own, dropped after its write.
-//
-// On a loaded 2-core machine (load average 7-8) a million-row fillrandom
-// or fillbatch waited for the flusher 20-63 times (20-175 ms in all) at
-// 1 MiB, the previous bound, 106-172 times (73-164 ms) at 512 KiB and
-// 326-431 times (129-311 ms) at 256 KiB: 512 KiB keeps the waits near
-// those of 1 MiB for half the heap (docs/benchmarks.md, "WAL and
-// filter-builder heap").
+// Go heap buffer of its own, dropped after its write. A smaller bound makes
+// bulk loads wait for the flusher more often (RFC 0003, "WAL writer and
+// background flusher").
 const maxPending = 512 << 10
 
 // Writer appends records to one segment. Records appended with Write are
