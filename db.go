@@ -18,7 +18,6 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/mayflydb/mayfly/clock"
 	"github.com/mayflydb/mayfly/compaction"
@@ -43,9 +42,17 @@ type DB struct {
 	log   *slog.Logger
 	store storage.Storage
 	// backend is store without the read-only guard (storage.ReadOnly) a
-	// read-only handle reads through: where Metrics finds the object cache
-	// and the S3 request counts.
+	// read-only handle reads through: where Metrics finds the backend's
+	// request counts (storage.RequestMetrics).
 	backend storage.Storage
+	// traits are the backend's (storage.TraitsOf), resolved once by Open:
+	// Remote sets defaults (Options.withStorageDefaults), LockFree makes
+	// writers fence each other instead of relying on Lock.
+	traits storage.Traits
+	// objectCache is the disk cache of SSTables (Options.ObjectCacheDir)
+	// that store reads through, or nil.
+	objectCache *diskcache.Cache
+
 	ownsFS  bool
 	lock    io.Closer
 	clock   *clock.Monotonic
@@ -163,37 +170,25 @@ func Open(dir string, opts *Options) (*DB, error) {
 		db.store, db.ownsFS = st, true
 	}
 	if o.ObjectCacheDir != "" {
-		cached, err := diskcache.Wrap(db.store, o.ObjectCacheDir, o.ObjectCacheBytes, nil)
+		cache, err := diskcache.New(db.store, o.ObjectCacheDir, o.ObjectCacheBytes, nil)
 		if err != nil {
 			db.closeStore()
 			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 		}
-		db.store = cached
+		db.store, db.objectCache = cache, cache
 	}
-	_, remote := db.store.(storage.LogFencer)
+	db.traits = storage.TraitsOf(db.store)
+	if _, fences := storage.As[storage.LogFencer](db.store); db.traits.LockFree && !fences {
+		db.closeStore()
+		return nil, fmt.Errorf("%w: Options.Storage is lock-free (storage.Traits) but fences no log (storage.LogFencer)", ErrInvalidOptions)
+	}
 	db.backend = db.store
 	if o.ReadOnly {
 		// Every write a bug might attempt is refused, not performed.
 		db.store = storage.ReadOnly(db.store)
 	}
-	if o.ObsoleteFileGracePeriod == 0 && remote {
-		o.ObsoleteFileGracePeriod = time.Minute
-	}
-	switch {
-	case o.ReadAheadSize == 0 && remote && o.ObjectCacheDir == "":
-		o.ReadAheadSize = defaultObjectReadAhead
-	case o.ReadAheadSize == 0 && !remote:
-		// A local scan saves a system call per block and decodes the next
-		// window on another goroutine; compactions keep reading block by
-		// block, so that they hold no windows.
-		o.ReadAheadSize, db.compactionReadAhead = defaultLocalReadAhead, -1
-	case o.ReadAheadSize < 0:
-		o.ReadAheadSize = 0
-	}
-	if !remote {
-		db.readAheadAfter = localReadAheadAfter
-		db.localTables = true
-	}
+	rt := o.withStorageDefaults(db.traits)
+	db.compactionReadAhead, db.readAheadAfter, db.localTables = rt.compactionReadAhead, rt.readAheadAfter, rt.independentMisses
 	src := o.Clock
 	if src == nil {
 		db.clock = clock.NewSystem()

@@ -7,7 +7,6 @@ import (
 	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/manifest"
 	"github.com/mayflydb/mayfly/storage"
-	"github.com/mayflydb/mayfly/storage/s3"
 )
 
 // metricsCounters are the engine's running counts.
@@ -190,17 +189,11 @@ func (db *DB) Metrics() Metrics {
 		FollowRefreshes:   c.followRefreshes.Load(),
 		Memory:            MemoryUsage(),
 	}
-	store := db.backend
-	if dc, ok := store.(interface{ Unwrap() storage.Storage }); ok {
-		if c, ok := store.(interface {
-			Metrics() (hits, misses uint64, bytes int64)
-		}); ok {
-			m.ObjectCacheHits, m.ObjectCacheMisses, m.ObjectCacheBytes = c.Metrics()
-		}
-		store = dc.Unwrap()
+	if oc := db.objectCache; oc != nil {
+		m.ObjectCacheHits, m.ObjectCacheMisses, m.ObjectCacheBytes = oc.Metrics()
 	}
-	if sm, ok := store.(interface{ Metrics() s3.Metrics }); ok {
-		m.Storage = sm.Metrics().Counters()
+	if rm, ok := storage.As[storage.RequestMetrics](db.backend); ok {
+		m.Storage = rm.RequestCounts().Counters()
 	}
 	for k := range c.compactionsByKind {
 		if n := c.compactionsByKind[k].Load(); n > 0 {

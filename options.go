@@ -430,3 +430,45 @@ func (o *Options) withDefaults() (*Options, error) {
 	}
 	return &c, nil
 }
+
+// readTuning is how the SSTable readers of a database read, as the
+// backend's traits decide (sstable.ReaderOptions).
+type readTuning struct {
+	// compactionReadAhead is ReaderOptions.CompactionReadAhead: -1 when
+	// only iterators read ahead (the local default), else 0.
+	compactionReadAhead int
+	// readAheadAfter is ReaderOptions.ReadAheadAfter: on a local disk an
+	// iterator reads ahead only once a scan is long.
+	readAheadAfter int
+	// independentMisses is ReaderOptions.IndependentMisses: on a local
+	// disk a block read is a page-cache copy, so concurrent misses of one
+	// block need not share one read.
+	independentMisses bool
+}
+
+// withStorageDefaults is the second step of withDefaults, taken once the
+// storage is open: it sets the defaults of o (a copy withDefaults made)
+// that depend on the backend's traits t, and returns how tables are read.
+// Every storage-dependent default is resolved here.
+func (o *Options) withStorageDefaults(t storage.Traits) readTuning {
+	var rt readTuning
+	if o.ObsoleteFileGracePeriod == 0 && t.Remote {
+		o.ObsoleteFileGracePeriod = time.Minute
+	}
+	switch {
+	case o.ReadAheadSize == 0 && t.Remote && o.ObjectCacheDir == "":
+		o.ReadAheadSize = defaultObjectReadAhead
+	case o.ReadAheadSize == 0 && !t.Remote:
+		// A local scan saves a system call per block and decodes the next
+		// window on another goroutine; compactions keep reading block by
+		// block, so that they hold no windows.
+		o.ReadAheadSize, rt.compactionReadAhead = defaultLocalReadAhead, -1
+	case o.ReadAheadSize < 0:
+		o.ReadAheadSize = 0
+	}
+	if !t.Remote {
+		rt.readAheadAfter = localReadAheadAfter
+		rt.independentMisses = true
+	}
+	return rt
+}

@@ -99,7 +99,7 @@ func (db *DB) recover() error {
 	// refused for damage changes nothing. On a lock-free backend the claim
 	// must come first: it stops a previous writer, whose segments are
 	// complete only after it.
-	_, lockFree := db.store.(storage.LogFencer)
+	lockFree := db.traits.LockFree
 	claimFirst := !db.opts.ReadOnly && lockFree
 	if claimFirst {
 		if segs, err = db.takeOver(st.MinLogNum); err != nil {
@@ -307,7 +307,7 @@ func (db *DB) scanFileNumbers() error {
 	}
 	// Through wrappers (the object cache) to the backend: on S3 this is
 	// what aborts abandoned multipart uploads.
-	if t, ok := storage.As[interface{ RemoveTemps(dir string) error }](db.store); ok {
+	if t, ok := storage.As[storage.TempRemover](db.store); ok {
 		for _, dir := range []string{"sst", "wal", manifest.Dir} {
 			if err := t.RemoveTemps(dir); err != nil {
 				db.log.Warn("mayfly: removing temporary files", "dir", dir, "err", err)
@@ -341,7 +341,7 @@ func (db *DB) logSegments(minLog uint64) ([]uint64, error) {
 func (db *DB) takeOver(minLog uint64) ([]uint64, error) {
 	db.epoch++
 	db.visibleSeq.Store(db.lastSeq)
-	if _, ok := db.store.(storage.LogFencer); ok {
+	if db.traits.LockFree {
 		// A writer we fence may still create a few files under numbers from
 		// its own counter before it notices; leave it room so that no number
 		// is ever used by both.
@@ -356,7 +356,7 @@ func (db *DB) takeOver(minLog uint64) ([]uint64, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f, ok := db.store.(storage.LogFencer); ok {
+	if f, ok := storage.As[storage.LogFencer](db.store); ok && db.traits.LockFree {
 		for _, seg := range segs {
 			err := f.FenceLog(logName(seg))
 			if err != nil && !errors.Is(err, storage.ErrNotExist) {
@@ -381,7 +381,7 @@ func (db *DB) checkFenced() error {
 // checkFencedAbove returns ErrFenced if a manifest version above mine
 // exists, on lock-free backends (a local directory is locked instead).
 func (db *DB) checkFencedAbove(mine uint64) error {
-	if _, ok := db.store.(storage.LogFencer); !ok {
+	if !db.traits.LockFree {
 		return nil
 	}
 	names, err := db.store.List(manifest.Dir)

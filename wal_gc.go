@@ -120,7 +120,7 @@ func (db *DB) collectWAL() {
 	g.mu.Unlock()
 
 	releaser, releases := storage.As[storage.LogReleaser](db.store)
-	if _, fences := db.store.(storage.LogFencer); fences && !releases {
+	if db.traits.LockFree && !releases {
 		// Removing a fenced segment whole would remove its fence too.
 		return
 	}

@@ -73,6 +73,14 @@ type LogReleaser interface {
 	ReleaseLog(name string) (kept bool, err error)
 }
 
+// TempRemover is implemented by backends on which a crash can leave
+// temporary objects behind (a local directory's partly written files, an
+// object store's unfinished multipart uploads). RemoveTemps deletes those
+// under dir; the engine calls it for its directories when a writer opens.
+type TempRemover interface {
+	RemoveTemps(dir string) error
+}
+
 // As returns s, or the first storage s wraps (through Unwrap methods),
 // that implements T.
 func As[T any](s Storage) (T, bool) {

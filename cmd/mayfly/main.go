@@ -36,6 +36,9 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v3"
+
+	// The S3 driver: DIR and FILE may be s3:// URLs.
+	_ "github.com/mayflydb/mayfly/storage/s3"
 )
 
 // Exit codes.

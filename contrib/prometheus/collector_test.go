@@ -11,7 +11,6 @@ import (
 	"github.com/mayflydb/mayfly/clock"
 	mayflyprom "github.com/mayflydb/mayfly/contrib/prometheus"
 	"github.com/mayflydb/mayfly/storage"
-	"github.com/mayflydb/mayfly/storage/s3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -273,17 +272,17 @@ func check(t *testing.T, got, want map[string]float64) {
 	}
 }
 
-// countingStore is a storage backend that reports request counters, as the
-// S3 backend does.
+// countingStore is a storage backend that reports request counters
+// (storage.RequestMetrics), as the S3 backend does.
 type countingStore struct {
 	storage.Storage
-	m s3.Metrics
+	m storage.RequestCounts
 }
 
-func (s *countingStore) Metrics() s3.Metrics { return s.m }
+func (s *countingStore) RequestCounts() storage.RequestCounts { return s.m }
 
 func TestCollectorStorageCounters(t *testing.T) {
-	st := &countingStore{Storage: storage.NewMem(), m: s3.Metrics{
+	st := &countingStore{Storage: storage.NewMem(), m: storage.RequestCounts{
 		Puts: 3, Gets: 4, RangeGets: 5, Lists: 6, Deletes: 7, Heads: 8, Posts: 9,
 		BytesOut: 1000, BytesIn: 2000, Retries: 2,
 	}}

@@ -10,6 +10,9 @@
 //
 // MAYFLY_TEST_BACKEND selects the backend of suites that can run on
 // several: "local" (the default: a local temporary directory) or "s3".
+//
+// Importing the package imports the S3 driver (storage/s3), so that a
+// suite can give its locations to mayfly.Open.
 package s3test
 
 import (
@@ -22,6 +25,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	// The S3 driver: the locations Location returns are opened with
+	// mayfly.Open, which needs it registered.
+	_ "github.com/mayflydb/mayfly/storage/s3"
 )
 
 // Environment variables read by this package.

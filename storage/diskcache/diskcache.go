@@ -24,7 +24,10 @@ import (
 	"github.com/mayflydb/mayfly/storage"
 )
 
-// Cache wraps a Storage with a local disk cache of immutable objects.
+// Cache wraps a Storage with a local disk cache of immutable objects. Its
+// Unwrap returns the wrapped storage, so that storage.As and
+// storage.TraitsOf find the wrapped backend's optional interfaces and
+// traits through it.
 type Cache struct {
 	storage.Storage
 	dir     string
@@ -45,19 +48,21 @@ type entry struct {
 // Wrap returns inner behind a cache of at most budget bytes in dir (created
 // 0700 if missing; copies left from an earlier run are reused). cached lists
 // the object directories to cache; nil means just "sst". The result fences
-// logs (storage.LogFencer) exactly when inner does.
+// logs (storage.LogFencer, itself or through a wrapper storage.As sees
+// through) exactly when inner does.
 func Wrap(inner storage.Storage, dir string, budget int64, cached []string) (storage.Storage, error) {
 	c, err := New(inner, dir, budget, cached)
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := inner.(storage.LogFencer); ok {
+	if _, ok := storage.As[storage.LogFencer](inner); ok {
 		return fencingCache{c}, nil
 	}
 	return c, nil
 }
 
-// New is Wrap returning the concrete *Cache (which never fences logs).
+// New is Wrap returning the concrete *Cache, which is no LogFencer itself:
+// storage.As finds the wrapped storage's through Unwrap.
 func New(inner storage.Storage, dir string, budget int64, cached []string) (*Cache, error) {
 	if budget <= 0 {
 		return nil, fmt.Errorf("diskcache: budget %d must be positive", budget)
@@ -306,5 +311,6 @@ type fencingCache struct{ *Cache }
 
 // FenceLog passes fencing through to the wrapped storage.
 func (c fencingCache) FenceLog(name string) error {
-	return c.Storage.(storage.LogFencer).FenceLog(name)
+	f, _ := storage.As[storage.LogFencer](c.Storage) // Wrap checked it
+	return f.FenceLog(name)
 }

@@ -2,6 +2,14 @@
 // S3-compatible bucket (AWS S3, versitygw, MinIO, …), talking to it through
 // aws-sdk-go-v2.
 //
+// Importing the package registers the "s3" scheme with storage.RegisterScheme,
+// so that mayfly.Open and mayfly.OpenStorage accept s3:// URLs (ParseURL):
+//
+//	import _ "github.com/mayflydb/mayfly/storage/s3"
+//
+// A program that does not import it links no AWS SDK. New opens a Store
+// from a Config, for Options.Storage.
+//
 // # Layout
 //
 // An object named "sst/000012.sst" is the key Prefix + "/sst/000012.sst".
@@ -105,7 +113,13 @@ type Store struct {
 	logs map[*logWriter]struct{} // open log writers, stopped by Close
 }
 
-var _ storage.Storage = (*Store)(nil)
+var (
+	_ storage.Storage        = (*Store)(nil)
+	_ storage.TraitsDeclarer = (*Store)(nil)
+	_ storage.RequestMetrics = (*Store)(nil)
+	_ storage.LogFencer      = (*Store)(nil)
+	_ storage.TempRemover    = (*Store)(nil)
+)
 
 // New connects to the bucket described by cfg and checks that it is
 // reachable. ctx bounds only the setup; the Store's requests run until
@@ -171,6 +185,13 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 
 // Metrics returns the request counts so far.
 func (s *Store) Metrics() Metrics { return s.m.snapshot() }
+
+// RequestCounts implements storage.RequestMetrics: Metrics.
+func (s *Store) RequestCounts() storage.RequestCounts { return s.m.snapshot() }
+
+// Traits implements storage.TraitsDeclarer: a Store is remote and has no
+// lock; writers are kept apart by fencing (FenceLog, ReleaseLog).
+func (s *Store) Traits() storage.Traits { return storage.Traits{Remote: true, LockFree: true} }
 
 // Config returns the store's configuration with defaults applied.
 func (s *Store) Config() Config { return s.cfg }

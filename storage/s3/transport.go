@@ -12,36 +12,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go"
+
+	"github.com/mayflydb/mayfly/storage"
 )
 
 // Metrics counts the HTTP requests a Store sent (every attempt, retries
-// included) and the bytes it moved.
-type Metrics struct {
-	Puts      uint64 // PUT: objects, log parts, multipart parts
-	Gets      uint64 // whole-object GET
-	RangeGets uint64 // GET with a Range header
-	Lists     uint64 // ListObjectsV2 pages
-	Deletes   uint64 // DELETE
-	Heads     uint64 // HEAD
-	Posts     uint64 // POST: multipart upload start and completion
-	BytesOut  uint64 // request bodies sent
-	BytesIn   uint64 // response bodies received
-	Retries   uint64 // attempts the retryer decided to repeat
-}
-
-// Counters returns the metrics by name, for Mayfly's Metrics.Storage.
-func (m Metrics) Counters() map[string]uint64 {
-	return map[string]uint64{
-		"put": m.Puts, "get": m.Gets, "range_get": m.RangeGets, "list": m.Lists,
-		"delete": m.Deletes, "head": m.Heads, "post": m.Posts,
-		"bytes_out": m.BytesOut, "bytes_in": m.BytesIn, "retries": m.Retries,
-	}
-}
-
-// Requests returns the total number of requests counted in m.
-func (m Metrics) Requests() uint64 {
-	return m.Puts + m.Gets + m.RangeGets + m.Lists + m.Deletes + m.Heads + m.Posts
-}
+// included) and the bytes it moved: Puts counts objects, log parts and
+// multipart parts; Lists counts ListObjectsV2 pages; Posts counts multipart
+// upload starts and completions.
+type Metrics = storage.RequestCounts
 
 type counters struct {
 	puts, gets, rangeGets, lists, deletes, heads, posts atomic.Uint64
