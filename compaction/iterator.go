@@ -19,6 +19,10 @@
 //
 // Now must not be later than the clock time pinned by any open snapshot, so
 // a snapshot never sees a row vanish that it could read before.
+//
+// This package is engine-internal: it is importable (tools and tests read
+// its types), but it has no compatibility promise; the stable API is
+// package mayfly, storage and its drivers, and clock.
 package compaction
 
 import (

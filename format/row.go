@@ -35,6 +35,10 @@
 // A row with FlagHasExpire is visible while now <= ExpireTS and is treated as
 // absent once now > ExpireTS (see Row.ExpiredAt). An expired row still hides
 // every older version of its key: expiry never uncovers older data.
+//
+// This package is engine-internal: it is importable (tools and tests read
+// its types), but it has no compatibility promise; the stable API is
+// package mayfly, storage and its drivers, and clock.
 package format
 
 import (

@@ -42,6 +42,10 @@
 // The body must be consumed exactly. Every length and count is checked
 // against the bytes that remain before anything is allocated by it, and the
 // decoded state must pass State.Validate.
+//
+// This package is engine-internal: it is importable (tools and tests read
+// its types), but it has no compatibility promise; the stable API is
+// package mayfly, storage and its drivers, and clock.
 package manifest
 
 import (

@@ -24,6 +24,10 @@
 // iterators alias the arena, so they are valid only while the reader holds
 // a reference; a read after the last Unref panics, and so may touching a
 // row obtained before it.
+//
+// This package is engine-internal: it is importable (tools and tests read
+// its types), but it has no compatibility promise; the stable API is
+// package mayfly, storage and its drivers, and clock.
 package memtable
 
 import (

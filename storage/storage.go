@@ -11,6 +11,9 @@
 // Names are slash-separated paths such as "sst/000012.sst". No name is ever a
 // folder prefix of another name, so the layout maps onto object stores whose
 // servers keep objects as files.
+//
+// This package is a stable API: custom backends implement Storage, and
+// drivers register URL schemes with RegisterScheme.
 package storage
 
 import (

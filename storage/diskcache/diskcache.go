@@ -9,6 +9,9 @@
 // object GET instead of many ranged ones). When the budget is exceeded the
 // least recently opened copies are deleted. Copies are verified by size
 // only; the SSTable format's block checksums catch any damage.
+//
+// This package is a stable API (Options.ObjectCacheDir uses it; Wrap puts
+// it in front of any Storage).
 package diskcache
 
 import (

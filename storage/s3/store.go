@@ -56,6 +56,9 @@
 // metadata to tell its own earlier, successful attempt from another
 // writer's object. Metrics counts every HTTP request. Credentials are
 // never put in errors or logs.
+//
+// This package is a stable API: import it for its side effect to make Open
+// accept s3:// locations, or call New for Options.Storage.
 package s3
 
 import (
