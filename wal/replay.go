@@ -136,6 +136,8 @@ func (rp *replayer) stop(off int64, err error, reason string, args ...any) error
 	return err
 }
 
+// run replays the segment from offset start (0: the header first), calling
+// fn with each intact full record, and fills rp.res.
 func (rp *replayer) run(wantSegNum uint64, start int64, fn func(off int64, payload []byte) error) error {
 	size := rp.res.FileSize
 	name := rp.name
@@ -144,14 +146,7 @@ func (rp *replayer) run(wantSegNum uint64, start int64, fn func(off int64, paylo
 	}
 	br := bufio.NewReaderSize(io.NewSectionReader(rp.r, start, size-start), readChunk)
 	if start == 0 {
-		if size < HeaderSize {
-			return rp.stop(0, nil, "segment of %d bytes is shorter than its %d-byte header", size, HeaderSize)
-		}
-		var hdr [HeaderSize]byte
-		if _, err := io.ReadFull(br, hdr[:]); err != nil {
-			return fmt.Errorf("wal: read header of %s: %w", name, err)
-		}
-		if ok, err := rp.checkHeader(hdr[:], wantSegNum); !ok {
+		if ok, err := rp.readHeader(br, wantSegNum); !ok {
 			return err
 		}
 		start = HeaderSize
@@ -207,35 +202,63 @@ func (rp *replayer) run(wantSegNum uint64, start int64, fn func(off int64, paylo
 		if sum != crc {
 			return rp.stop(off, nil, "record checksum %#08x, computed %#08x", crc, sum)
 		}
-		switch {
-		case typ == RecordTypeFull:
-			if err := fn(off, payload); err != nil {
-				if errors.Is(err, format.ErrCorruption) {
-					var ce *format.CorruptionError
-					if !errors.As(err, &ce) {
-						// A record that passed its checksum but does not
-						// decode: name the segment and the record's offset.
-						err = format.Corruptf(name, off, "record does not decode: %v", err)
-					}
-					return rp.stop(off, err, "record does not decode")
-				}
-				return err
-			}
-			rp.res.Records++
-		case typ == RecordTypeSyncMark && rp.version > versionNoMarks:
-			if err := checkSyncMark(payload, off); err != nil {
-				return rp.stop(off, format.Corruptf(name, off, "%v", err), "%v", err)
-			}
-		case typ == RecordTypeSeal && rp.version > versionNoMarks:
-			return rp.sealed(br, off, length)
-		default:
-			err := format.Corruptf(name, off, "record with valid checksum has unknown type %d (segment version %d)", typ, rp.version)
-			return rp.stop(off, err, "unknown record type %d", typ)
+		if end, err := rp.deliver(br, off, typ, payload, fn); end {
+			return err
 		}
 		off += RecordHeaderSize + int64(length)
 		rp.res.ValidBytes = off
 	}
 	return nil
+}
+
+// readHeader reads the segment header from br, positioned at offset 0, and
+// checks it. Like checkHeader, it returns false and the error to return
+// (nil for a torn write) when the replay stops at the header.
+func (rp *replayer) readHeader(br *bufio.Reader, wantSegNum uint64) (bool, error) {
+	size := rp.res.FileSize
+	if size < HeaderSize {
+		return false, rp.stop(0, nil, "segment of %d bytes is shorter than its %d-byte header", size, HeaderSize)
+	}
+	var hdr [HeaderSize]byte
+	if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		return false, fmt.Errorf("wal: read header of %s: %w", rp.name, err)
+	}
+	return rp.checkHeader(hdr[:], wantSegNum)
+}
+
+// deliver acts on the record of type typ at off whose checksum has been
+// verified: it passes a full record's payload to fn, checks a sync mark, or
+// ends the replay at a seal (br is positioned just past the record). It
+// returns true when the replay ends at this record, with the error to
+// return; false when the replay goes on with the next record.
+func (rp *replayer) deliver(br *bufio.Reader, off int64, typ uint8, payload []byte, fn func(off int64, payload []byte) error) (bool, error) {
+	name := rp.name
+	switch {
+	case typ == RecordTypeFull:
+		if err := fn(off, payload); err != nil {
+			if errors.Is(err, format.ErrCorruption) {
+				var ce *format.CorruptionError
+				if !errors.As(err, &ce) {
+					// A record that passed its checksum but does not
+					// decode: name the segment and the record's offset.
+					err = format.Corruptf(name, off, "record does not decode: %v", err)
+				}
+				return true, rp.stop(off, err, "record does not decode")
+			}
+			return true, err
+		}
+		rp.res.Records++
+	case typ == RecordTypeSyncMark && rp.version > versionNoMarks:
+		if err := checkSyncMark(payload, off); err != nil {
+			return true, rp.stop(off, format.Corruptf(name, off, "%v", err), "%v", err)
+		}
+	case typ == RecordTypeSeal && rp.version > versionNoMarks:
+		return true, rp.sealed(br, off, uint32(len(payload)))
+	default:
+		err := format.Corruptf(name, off, "record with valid checksum has unknown type %d (segment version %d)", typ, rp.version)
+		return true, rp.stop(off, err, "unknown record type %d", typ)
+	}
+	return false, nil
 }
 
 // sealed ends a replay at the seal found at off (payload length bytes): a
