@@ -37,12 +37,11 @@ func (r *Reader) Check() error {
 	if err != nil {
 		return err
 	}
+	c := tableCheck{r: r, filter: filter}
 	var (
-		index, data blockIter
-		last        []byte
-		p           Properties
-		blocks      uint64
-		nextOff     uint64
+		index   blockIter
+		blocks  uint64
+		nextOff uint64
 	)
 	if err := index.init(rawIndex, r.name, idxOff, true); err != nil {
 		return err
@@ -60,45 +59,10 @@ func (r *Reader) Check() error {
 			return corruptf(r.name, idxOff, "index entry %d: block at %d, want %d", blocks, h.offset, nextOff)
 		}
 		nextOff = h.offset + h.length + trailerLen
-		b, err := r.readBlock(h, "data")
-		if err != nil {
+		if err := c.dataBlock(h); err != nil {
 			return err
 		}
-		if err := data.init(b, r.name, int64(h.offset), false); err != nil {
-			return err
-		}
-		n, ri := 0, 0
-		for ok := data.first(); ok; ok = data.next() {
-			row := &data.row
-			if last != nil && format.CompareInternal(last, data.key) >= 0 {
-				return corruptf(r.name, int64(h.offset), "data block entry at %d: key out of order", data.off)
-			}
-			if ri < data.numRestarts && data.restartOffset(ri) == data.off {
-				if data.shared != 0 {
-					return corruptf(r.name, int64(h.offset), "data block entry at %d: restart entry shares a prefix", data.off)
-				}
-				ri++
-			}
-			if p.NumRows == 0 {
-				p.Smallest = bytes.Clone(data.key)
-			}
-			if filter != nil && !filter.mayContain(row.Key) {
-				return corruptf(r.name, int64(r.footer.filter.offset), "filter block misses key %q", row.Key)
-			}
-			p.record(row)
-			last = append(last[:0], data.key...)
-			n++
-		}
-		if data.err != nil {
-			return data.err
-		}
-		if n == 0 {
-			return corruptf(r.name, int64(h.offset), "empty data block")
-		}
-		if ri != data.numRestarts {
-			return corruptf(r.name, int64(h.offset), "data block restart %d does not point at an entry", ri)
-		}
-		if !bytes.Equal(index.key, last) {
+		if !bytes.Equal(index.key, c.last) {
 			return corruptf(r.name, idxOff, "index entry %d: key differs from its block's last key", blocks)
 		}
 		blocks++
@@ -116,8 +80,72 @@ func (r *Reader) Check() error {
 	if nextOff != meta {
 		return corruptf(r.name, idxOff, "data blocks end at %d, metadata starts at %d", nextOff, meta)
 	}
+	c.props.Largest = c.last
+	return r.checkProperties(&c.props, blocks)
+}
+
+// tableCheck is the state Check carries from one data block to the next.
+type tableCheck struct {
+	r      *Reader
+	filter *tableFilter // nil for a table without a filter
+	data   blockIter
+	last   []byte     // the internal key of the last row checked
+	props  Properties // recomputed from the rows checked so far
+}
+
+// dataBlock reads the data block at h from the file and checks it: the
+// block is not empty, its keys increase strictly and continue those of the
+// blocks before it, every restart points at an entry that shares no prefix,
+// and the filter holds each user key. It adds the block's rows to c.props
+// and leaves c.last at the block's last key.
+func (c *tableCheck) dataBlock(h blockHandle) error {
+	r, data := c.r, &c.data
+	b, err := r.readBlock(h, "data")
+	if err != nil {
+		return err
+	}
+	if err := data.init(b, r.name, int64(h.offset), false); err != nil {
+		return err
+	}
+	n, ri := 0, 0
+	for ok := data.first(); ok; ok = data.next() {
+		row := &data.row
+		if c.last != nil && format.CompareInternal(c.last, data.key) >= 0 {
+			return corruptf(r.name, int64(h.offset), "data block entry at %d: key out of order", data.off)
+		}
+		if ri < data.numRestarts && data.restartOffset(ri) == data.off {
+			if data.shared != 0 {
+				return corruptf(r.name, int64(h.offset), "data block entry at %d: restart entry shares a prefix", data.off)
+			}
+			ri++
+		}
+		if c.props.NumRows == 0 {
+			c.props.Smallest = bytes.Clone(data.key)
+		}
+		if c.filter != nil && !c.filter.mayContain(row.Key) {
+			return corruptf(r.name, int64(r.footer.filter.offset), "filter block misses key %q", row.Key)
+		}
+		c.props.record(row)
+		c.last = append(c.last[:0], data.key...)
+		n++
+	}
+	if data.err != nil {
+		return data.err
+	}
+	if n == 0 {
+		return corruptf(r.name, int64(h.offset), "empty data block")
+	}
+	if ri != data.numRestarts {
+		return corruptf(r.name, int64(h.offset), "data block restart %d does not point at an entry", ri)
+	}
+	return nil
+}
+
+// checkProperties compares p, the statistics recomputed from every row of
+// the table, and blocks, the number of data blocks, with the properties the
+// table stores.
+func (r *Reader) checkProperties(p *Properties, blocks uint64) error {
 	want := r.props
-	p.Largest = last
 	switch {
 	case blocks != want.NumDataBlocks:
 		return corruptf(r.name, int64(r.footer.props.offset), "properties: %d data blocks, found %d", want.NumDataBlocks, blocks)

@@ -1,0 +1,365 @@
+package wal
+
+// The Writer: two pending buffers, a background flusher that hands them to
+// the log, and the synced appends (WriteSync, Sync, Seal) that write from
+// the caller and record what is durable in sync marks.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"unsafe"
+
+	"github.com/mayflydb/mayfly/internal/manual"
+	"github.com/mayflydb/mayfly/storage"
+)
+
+// maxPending bounds the bytes appended but not yet handed to the log; an
+// Append beyond it waits for the flusher. Each Writer has two buffers of
+// maxPending bytes (one filling while the flusher writes the other),
+// mapped outside the Go heap (internal/manual) at the first Write and
+// unmapped by Close, so they cost their touched pages of resident memory
+// rather than up to twice their size under the garbage collector's heap
+// goal; a light writer that never fills a buffer touches only the pages it
+// uses. A single write larger than maxPending into an empty buffer gets a
+// Go heap buffer of its own, dropped after its write. A smaller bound makes
+// bulk loads wait for the flusher more often (RFC 0003, "WAL writer and
+// background flusher").
+const maxPending = 512 << 10
+
+// Writer appends records to one segment. Records appended with Write are
+// handed to the operating system by a background flusher goroutine, which
+// writes whatever has accumulated each time it runs, so that one write
+// system call serves many commits. WriteSync and Sync write what is pending
+// from the calling goroutine instead (unless the flusher is writing at that
+// moment) and then make everything durable, so that a synced commit costs
+// one write and one sync system call and no hand-off to the flusher and back
+// (two goroutine wake-ups, each a futex call and a thread switch). Only one
+// write to the log is in progress at a time, so records reach it in the
+// order they were appended. Write, WriteSync, Flush, Sync and Close are
+// safe for concurrent use.
+type Writer struct {
+	lw storage.LogWriter
+
+	mu       sync.Mutex
+	work     *sync.Cond // to the flusher: bytes are pending, a write ended, or closing
+	progress *sync.Cond // to waiters: a write to lw ended
+	pending  []byte     // appended, not yet written; nil until the next append
+	own      [2][]byte  // the manual buffers (nil until needed), freed by Close
+	idle     [][]byte   // own buffers in use by nobody
+	writing  bool       // a write to lw is in progress (flusher or WriteSync)
+	appended int64      // bytes appended, header included
+	written  int64      // bytes handed to lw
+	synced   int64      // bytes [0, synced) are durable: the largest target of a completed Sync
+	marked   int64      // the value of the last sync mark appended (HeaderSize before the first)
+	sealed   bool       // Seal appended the seal: no more appends
+	err      error      // sticky: after a failed write the segment's tail is unknown
+	closing  bool
+	done     chan struct{}
+}
+
+// CreateLog creates log name in s for a new segment. Where s can
+// preallocate logs (storage.LogPreallocator), the log is preallocated: its
+// zero-filled tail reads as the end of the segment (see the package
+// documentation), and a synced append does not change the file's size.
+func CreateLog(s storage.Storage, name string) (storage.LogWriter, error) {
+	if p, ok := s.(storage.LogPreallocator); ok {
+		return p.CreatePreallocatedLog(name)
+	}
+	return s.CreateLog(name)
+}
+
+// takeBuf returns an empty buffer of maxPending bytes for appends: an idle
+// own buffer, or a newly mapped one. It is called only while pending is nil,
+// when at most one own buffer (the one being written) is in use, so one of
+// the two is idle or not yet mapped. The caller holds mu.
+func (w *Writer) takeBuf() []byte {
+	if n := len(w.idle); n > 0 {
+		b := w.idle[n-1]
+		w.idle[n-1] = nil
+		w.idle = w.idle[:n-1]
+		return b[:0]
+	}
+	for i, b := range w.own {
+		if b == nil {
+			w.own[i] = manual.NewFor(manual.PurposeWAL, maxPending)
+			return w.own[i][:0]
+		}
+	}
+	panic("wal: both pending buffers in use") // see above: cannot happen
+}
+
+// recycle takes back a buffer that no longer holds pending bytes: an own
+// buffer becomes idle, a one-off Go heap buffer is dropped. The caller
+// holds mu.
+func (w *Writer) recycle(b []byte) {
+	if b == nil || cap(b) != maxPending {
+		return
+	}
+	for _, o := range w.own {
+		if o != nil && unsafe.SliceData(o) == unsafe.SliceData(b) {
+			w.idle = append(w.idle, b[:0])
+			return
+		}
+	}
+}
+
+// NewWriter writes the header of segment segNum to lw, a freshly created
+// log, and returns a Writer appending to it. The header is not synced until
+// the first Sync.
+func NewWriter(lw storage.LogWriter, segNum uint64) (*Writer, error) {
+	// The pending buffers are mapped at the first Write: a DB that only
+	// reads keeps an open segment and need not hold them.
+	w := &Writer{lw: lw, done: make(chan struct{})}
+	w.idle = make([][]byte, 0, len(w.own))
+	w.work = sync.NewCond(&w.mu)
+	w.progress = sync.NewCond(&w.mu)
+	hdr := AppendHeader(make([]byte, 0, HeaderSize), segNum)
+	n, err := lw.Write(hdr)
+	if err == nil && n != len(hdr) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		return nil, fmt.Errorf("wal: write segment header: %w", err)
+	}
+	w.appended, w.written = int64(n), int64(n)
+	w.synced, w.marked = int64(n), int64(n) // a Sync of the header alone needs no mark
+	go w.flushLoop()
+	return w, nil
+}
+
+// flushLoop hands appended bytes to the log until Close.
+func (w *Writer) flushLoop() {
+	defer close(w.done)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for {
+		for (len(w.pending) == 0 || w.writing) && !w.closing {
+			w.work.Wait()
+		}
+		for w.writing { // closing: let a WriteSync finish first
+			w.work.Wait()
+		}
+		if len(w.pending) == 0 || w.err != nil {
+			return // closing and drained, or failed
+		}
+		w.writePending()
+		if w.err != nil {
+			return
+		}
+	}
+}
+
+// writePending hands the pending bytes to lw. The caller holds mu, which
+// is released during the write, and no write is in progress.
+func (w *Writer) writePending() {
+	buf := w.pending
+	w.pending = nil // the next append takes the other buffer
+	w.writing = true
+	w.mu.Unlock()
+	n, err := w.lw.Write(buf)
+	if err == nil && n != len(buf) {
+		err = io.ErrShortWrite
+	}
+	w.mu.Lock()
+	w.writing = false
+	w.written += int64(n)
+	w.recycle(buf)
+	if err != nil && w.err == nil {
+		w.err = fmt.Errorf("wal: write failed, segment is no longer writable: %w", err)
+	}
+	w.progress.Broadcast()
+	if len(w.pending) > 0 || w.closing {
+		w.work.Signal() // bytes appended during the write, or Close waiting
+	}
+}
+
+// Write appends already-encoded records (one or more AppendRecord outputs,
+// concatenated). It returns once they are queued for the flusher, which
+// hands them to the operating system moments later; use Sync for
+// durability. After a failed write or Sync every later call fails: the
+// caller must start a new segment.
+func (w *Writer) Write(records []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.appendLocked(records); err != nil {
+		return err
+	}
+	w.work.Signal()
+	return nil
+}
+
+// appendLocked appends records to the pending bytes, preceded by a sync
+// mark if a Sync that made records durable completed since the last mark;
+// the caller holds mu.
+func (w *Writer) appendLocked(records []byte) error {
+	size := func() int {
+		if w.synced > w.marked {
+			return SyncMarkSize + len(records)
+		}
+		return len(records)
+	}
+	// Wait while the bytes would take the pending buffer past maxPending
+	// (an oversized write into an empty buffer goes through).
+	for w.err == nil && !w.closing && len(w.pending) > 0 && len(w.pending)+size() > maxPending {
+		w.progress.Wait()
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if w.closing {
+		return errors.New("wal: writer is closed")
+	}
+	if w.sealed {
+		return ErrSealed
+	}
+	n := size()
+	if n > maxPending {
+		// The wait left pending empty: the bytes get a Go heap buffer of
+		// their own, dropped after its write.
+		w.recycle(w.pending)
+		w.pending = make([]byte, 0, n)
+	} else if w.pending == nil {
+		w.pending = w.takeBuf()
+	}
+	// The wait guarantees the bytes fit, so append never moves an own
+	// buffer to the Go heap.
+	if w.synced > w.marked {
+		w.pending = appendSyncMark(w.pending, w.synced)
+		w.marked = w.synced
+	}
+	w.pending = append(w.pending, records...)
+	w.appended += int64(n)
+	return nil
+}
+
+// Flush waits until every record appended so far has been handed to the
+// operating system (not necessarily to the disk).
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	target := w.appended
+	for w.err == nil && w.written < target {
+		w.progress.Wait()
+	}
+	return w.err
+}
+
+// Sync makes every record appended so far durable.
+func (w *Writer) Sync() error { return w.WriteSync(nil) }
+
+// WriteSync appends records (already encoded, as for Write; nil for none)
+// and makes them and every record appended before them durable. It writes
+// the pending bytes to the log itself rather than waiting for the flusher,
+// unless the flusher is writing, in which case it waits for that write and
+// writes what is left. The error is sticky as for Write.
+func (w *Writer) WriteSync(records []byte) error { return w.writeSync(records, false) }
+
+// Seal appends the seal record, which marks the segment finished, and makes
+// it and every record before it durable. Every later append fails with
+// ErrSealed; Sync, Flush and Close still work. Sealing a sealed segment
+// only syncs it.
+func (w *Writer) Seal() error {
+	w.mu.Lock()
+	sealed := w.sealed
+	w.mu.Unlock()
+	if sealed {
+		return w.Sync()
+	}
+	return w.writeSync(appendTyped(nil, RecordTypeSeal, nil), true)
+}
+
+// Sealed reports whether Seal has sealed the segment.
+func (w *Writer) Sealed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.sealed
+}
+
+// writeSync is WriteSync; with seal, records is the seal, after which the
+// segment takes no more appends.
+func (w *Writer) writeSync(records []byte, seal bool) error {
+	w.mu.Lock()
+	if len(records) > 0 {
+		if err := w.appendLocked(records); err != nil {
+			w.mu.Unlock()
+			return err
+		}
+	}
+	w.sealed = w.sealed || seal
+	target := w.appended
+	for w.err == nil && w.written < target {
+		if w.writing {
+			w.progress.Wait()
+			continue
+		}
+		w.writePending()
+	}
+	err := w.err
+	w.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := w.lw.Sync(); err != nil {
+		// After a failed fsync the kernel may have dropped the dirty pages;
+		// nothing written to this segment can be trusted to be durable.
+		w.mu.Lock()
+		if w.err == nil {
+			w.err = fmt.Errorf("wal: sync failed, segment is no longer writable: %w", err)
+		}
+		err = w.err
+		w.mu.Unlock()
+		return err
+	}
+	w.mu.Lock()
+	// Every byte before target was written before the sync began, so it is
+	// durable now; the next append carries a mark saying so.
+	w.synced = max(w.synced, target)
+	w.mu.Unlock()
+	return nil
+}
+
+// Size returns the number of bytes appended to the segment, header included.
+func (w *Writer) Size() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.appended
+}
+
+// Close hands every appended record to the operating system, stops the
+// flusher and closes the underlying log, without syncing it. It appends no
+// sync mark: a write that fails there would leave a torn record at the end
+// of a segment that a rotation already made older than the newest.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	if w.closing {
+		w.mu.Unlock()
+		return errors.New("wal: writer is closed")
+	}
+	w.closing = true
+	w.work.Signal()
+	w.progress.Broadcast()
+	w.mu.Unlock()
+	<-w.done
+	w.mu.Lock()
+	err := w.err
+	if err == nil {
+		w.err = errors.New("wal: writer is closed")
+	}
+	// The flusher has exited with nothing pending and no write in
+	// progress (or after a failed one), and every later call fails before
+	// it touches a buffer (w.err is set), so nothing refers to the own
+	// buffers any more: this is their only Free, and a second Close
+	// returns above.
+	w.pending, w.idle = nil, nil
+	for i, b := range w.own {
+		manual.FreeFor(manual.PurposeWAL, b)
+		w.own[i] = nil
+	}
+	w.mu.Unlock()
+	if cerr := w.lw.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
