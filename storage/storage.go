@@ -138,6 +138,17 @@ type LogPreallocator interface {
 	CreatePreallocatedLog(name string) (LogWriter, error)
 }
 
+// CreateLogPreallocated creates log name in s, preallocated where s itself
+// is a LogPreallocator. A wrapper is not looked through: a storage that
+// wraps another (fault injection, a cache) sees every write of its logs
+// only if the log is created through it.
+func CreateLogPreallocated(s Storage, name string) (LogWriter, error) {
+	if p, ok := s.(LogPreallocator); ok {
+		return p.CreatePreallocatedLog(name)
+	}
+	return s.CreateLog(name)
+}
+
 // ErrLocked is returned by Lock when another process or another open DB in
 // this process holds the lock.
 var ErrLocked = errors.New("mayfly/storage: database is locked by another process or handle")

@@ -97,6 +97,10 @@
 // after it was written — at a record boundary, which no checksum shows —
 // and the engine refuses it; the newest segment is never sealed while it
 // is written to.
+//
+// This package is engine-internal: it is importable (tools and tests read
+// its types), but it has no compatibility promise; the stable API is
+// package mayfly, storage and its drivers, and clock.
 package wal
 
 import (

@@ -64,10 +64,7 @@ type Writer struct {
 // zero-filled tail reads as the end of the segment (see the package
 // documentation), and a synced append does not change the file's size.
 func CreateLog(s storage.Storage, name string) (storage.LogWriter, error) {
-	if p, ok := s.(storage.LogPreallocator); ok {
-		return p.CreatePreallocatedLog(name)
-	}
-	return s.CreateLog(name)
+	return storage.CreateLogPreallocated(s, name)
 }
 
 // takeBuf returns an empty buffer of maxPending bytes for appends: an idle
