@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mayflydb/mayfly/clock"
 	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/internal/merge"
@@ -36,11 +37,12 @@ func (db *DB) compactionLoop() {
 	ticker := time.NewTicker(compactionCheckPeriod)
 	defer ticker.Stop()
 	var advanced <-chan struct{}
-	if n, ok := db.opts.Clock.(interface{ Notify() <-chan struct{} }); ok {
+	if n, ok := db.opts.Clock.(clock.Notifier); ok {
 		advanced = n.Notify()
 	}
-	// A clock that notifies its advances wakes the loop at every expiry
-	// already; any other gets a timer for the next whole-table expiry.
+	// A clock.Notifier sends on advanced before every change of its
+	// reading, so it wakes the loop at every expiry already; any other
+	// clock gets a timer for the next whole-table expiry.
 	var dropTimer *time.Timer
 	var dropDue <-chan time.Time
 	if advanced == nil {

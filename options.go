@@ -97,7 +97,12 @@ type Options struct {
 
 	// Clock is the source of time for every expiry decision.
 	// Default: the system clock, wrapped so that it never runs backwards and
-	// never below the highest time this database has recorded.
+	// never below the highest time this database has recorded. A clock that
+	// implements clock.Notifier (clock.Manual does) wakes background work —
+	// compaction, whole-table drops, memtable rotation by age — every time
+	// it advances, and the database sets no timers of its own for expiries;
+	// any other clock is polled about once a second and a timer is set for
+	// the next whole-table expiry.
 	Clock clock.Clock
 
 	// Storage overrides where the database lives. Default: the local
