@@ -15,6 +15,7 @@ import (
 	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/internal/manual"
+	"github.com/mayflydb/mayfly/sstable"
 	"github.com/mayflydb/mayfly/storage"
 )
 
@@ -45,7 +46,7 @@ func diskContains(t *testing.T, dir string, needle []byte) []string {
 func smallTreeOptions(clk *clock.Manual) func(*Options) {
 	return func(o *Options) {
 		o.Clock = clk
-		o.NoCompression = true
+		o.Compression = sstable.NoCompression
 		o.MemtableSize = 64 << 10
 		o.TargetFileSize = 32 << 10
 		o.LBaseMaxBytes = 128 << 10
@@ -418,14 +419,14 @@ func TestL0TrivialMoveSequential(t *testing.T) {
 func TestCompactionItersOpenSortedLevelLazily(t *testing.T) {
 	db := openTestDB(t, "", clock.NewManual(epoch), func(o *Options) {
 		o.Storage = storage.NewMem()
-		o.NoCompression = true
+		o.Compression = sstable.NoCompression
 		// Blocks of about two rows: a table's index passes the size at
 		// which index copies leave the Go heap (sstable.minOffHeapMeta).
 		o.BlockSize = 256
 		o.MemtableSize = 256 << 10
 		o.TargetFileSize = 64 << 10
 		o.DisableAutoCompaction = true
-		o.BlockCacheSize = -1 // no cache: every table iterator reads its own index
+		o.DisableBlockCache = true // no cache: every table iterator reads its own index
 	})
 	defer db.Close()
 	val := bytes.Repeat([]byte{'v'}, 100)
@@ -593,7 +594,7 @@ func openSmallMemtableDB(t *testing.T, clk *clock.Manual) *DB {
 	t.Helper()
 	return openTestDB(t, t.TempDir(), clk, func(o *Options) {
 		o.MemtableSize = 64 << 10
-		o.NoCompression = true
+		o.Compression = sstable.NoCompression
 	})
 }
 
@@ -651,7 +652,7 @@ func BenchmarkCompaction(b *testing.B) {
 					MemtableSize:          256 << 20,
 				}
 				if !shape.compressionOn {
-					opts.NoCompression = true
+					opts.Compression = sstable.NoCompression
 				}
 				db, err := Open("bench", opts)
 				if err != nil {
