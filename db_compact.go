@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/mayflydb/mayfly/clock"
 	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/internal/merge"
@@ -36,11 +37,12 @@ func (db *DB) compactionLoop() {
 	ticker := time.NewTicker(compactionCheckPeriod)
 	defer ticker.Stop()
 	var advanced <-chan struct{}
-	if n, ok := db.opts.Clock.(interface{ Notify() <-chan struct{} }); ok {
+	if n, ok := db.opts.Clock.(clock.Notifier); ok {
 		advanced = n.Notify()
 	}
-	// A clock that notifies its advances wakes the loop at every expiry
-	// already; any other gets a timer for the next whole-table expiry.
+	// A clock.Notifier sends on advanced before every change of its
+	// reading, so it wakes the loop at every expiry already; any other
+	// clock gets a timer for the next whole-table expiry.
 	var dropTimer *time.Timer
 	var dropDue <-chan time.Time
 	if advanced == nil {
@@ -440,8 +442,43 @@ func (db *DB) finishPickManual(p *compaction.Pick) {
 // level, running the compaction filters: shadowed versions go, expired rows
 // and tombstones with nothing beneath them are dropped. It returns when the
 // result is durable, or early with ctx's error, leaving the database as it
-// was.
+// was. It is CompactWith with nil CompactOptions.
 func (db *DB) Compact(ctx context.Context, lo, hi []byte) error {
+	return db.CompactWith(ctx, lo, hi, nil)
+}
+
+// CompactOptions control a manual compaction (DB.CompactWith). The zero
+// value, like nil, compacts into the bottom level.
+type CompactOptions struct {
+	// OutputLevel is the level the compaction writes into, 1 to
+	// MaxOutputLevel; 0 means MaxOutputLevel, the bottom. Any other value
+	// is refused with ErrInvalidOptions. The inputs are the tables of
+	// levels 0 to OutputLevel holding keys of the range; tables of deeper
+	// levels are neither read nor moved, and while any of them overlaps
+	// the output, tombstones and the expiry tombstones of expired rows are
+	// kept (they may shadow rows beneath).
+	OutputLevel int
+}
+
+// MaxOutputLevel is the deepest level of the tree, the largest
+// CompactOptions.OutputLevel.
+const MaxOutputLevel = bottomLevel
+
+// CompactWith is Compact with options: it flushes the memtable and rewrites
+// every table of levels 0 to opts.OutputLevel holding keys in [lo, hi] (nil
+// bounds are open), widened to whole tables, into that level, running the
+// compaction filters. Apart from what the filters change, every key reads
+// the same afterwards. An inverted range or an invalid level fails with
+// ErrInvalidOptions and changes nothing; a read-only handle fails with ErrReadOnly. It returns when the result is
+// durable, or early with ctx's error, leaving the database as it was.
+func (db *DB) CompactWith(ctx context.Context, lo, hi []byte, opts *CompactOptions) error {
+	out := bottomLevel
+	if opts != nil && opts.OutputLevel != 0 {
+		out = opts.OutputLevel
+	}
+	if out < 1 || out > bottomLevel {
+		return fmt.Errorf("%w: CompactOptions.OutputLevel %d is outside 1 to %d", ErrInvalidOptions, opts.OutputLevel, bottomLevel)
+	}
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
@@ -452,11 +489,12 @@ func (db *DB) Compact(ctx context.Context, lo, hi []byte) error {
 		return err
 	}
 	return db.runManual(ctx, func(v *compaction.Levels, env *compaction.Env) (*compaction.Pick, bool) {
-		if p := compaction.PickRange(v, lo, hi, env); p != nil {
+		if p := compaction.PickRange(v, lo, hi, out, env); p != nil {
 			return p, true
 		}
-		// Either nothing overlaps the range, or a needed table is busy.
-		return nil, compaction.AnyOverlap(v, lo, hi)
+		// Either nothing above the output overlaps the range, or a needed
+		// table is busy.
+		return nil, compaction.OverlapThrough(v, out, lo, hi)
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/internal/manual"
+	"github.com/mayflydb/mayfly/sstable"
 	"github.com/mayflydb/mayfly/storage"
 )
 
@@ -44,7 +46,7 @@ func diskContains(t *testing.T, dir string, needle []byte) []string {
 func smallTreeOptions(clk *clock.Manual) func(*Options) {
 	return func(o *Options) {
 		o.Clock = clk
-		o.NoCompression = true
+		o.Compression = sstable.NoCompression
 		o.MemtableSize = 64 << 10
 		o.TargetFileSize = 32 << 10
 		o.LBaseMaxBytes = 128 << 10
@@ -417,14 +419,14 @@ func TestL0TrivialMoveSequential(t *testing.T) {
 func TestCompactionItersOpenSortedLevelLazily(t *testing.T) {
 	db := openTestDB(t, "", clock.NewManual(epoch), func(o *Options) {
 		o.Storage = storage.NewMem()
-		o.NoCompression = true
+		o.Compression = sstable.NoCompression
 		// Blocks of about two rows: a table's index passes the size at
 		// which index copies leave the Go heap (sstable.minOffHeapMeta).
 		o.BlockSize = 256
 		o.MemtableSize = 256 << 10
 		o.TargetFileSize = 64 << 10
 		o.DisableAutoCompaction = true
-		o.BlockCacheSize = -1 // no cache: every table iterator reads its own index
+		o.DisableBlockCache = true // no cache: every table iterator reads its own index
 	})
 	defer db.Close()
 	val := bytes.Repeat([]byte{'v'}, 100)
@@ -592,7 +594,7 @@ func openSmallMemtableDB(t *testing.T, clk *clock.Manual) *DB {
 	t.Helper()
 	return openTestDB(t, t.TempDir(), clk, func(o *Options) {
 		o.MemtableSize = 64 << 10
-		o.NoCompression = true
+		o.Compression = sstable.NoCompression
 	})
 }
 
@@ -650,7 +652,7 @@ func BenchmarkCompaction(b *testing.B) {
 					MemtableSize:          256 << 20,
 				}
 				if !shape.compressionOn {
-					opts.NoCompression = true
+					opts.Compression = sstable.NoCompression
 				}
 				db, err := Open("bench", opts)
 				if err != nil {
@@ -712,4 +714,109 @@ func BenchmarkCompaction(b *testing.B) {
 			b.ReportMetric(float64(read)/float64(b.N), "read/op")
 		})
 	}
+}
+
+// tableNums returns the table numbers of each level, under db.mu.
+func tableNums(db *DB) [compaction.NumLevels][]uint64 {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var out [compaction.NumLevels][]uint64
+	for l, lvl := range db.current.levels {
+		for _, t := range lvl {
+			out[l] = append(out[l], t.Meta.Num)
+		}
+	}
+	return out
+}
+
+// TestCompactWithOutputLevel compacts a range into level 2 above data in
+// the bottom level: the range's rows from levels 0 to 2 end up in level 2,
+// the bottom table stays as it was, a tombstone over a bottom row keeps
+// hiding it, and every read is unchanged.
+func TestCompactWithOutputLevel(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewManual(epoch)
+	db := openTestDB(t, t.TempDir(), clk, func(o *Options) { o.DisableAutoCompaction = true })
+	defer db.Close()
+	want := map[string]string{}
+	put := func(k, v string) {
+		t.Helper()
+		if err := db.Put([]byte(k), []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		want[k] = v
+	}
+	for i := range 20 {
+		put(fmt.Sprintf("k%02d", i), "old")
+	}
+	if err := db.Compact(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	bottom := tableNums(db)[compaction.Bottom]
+	if len(bottom) == 0 {
+		t.Fatal("Compact left nothing in the bottom level")
+	}
+	// Two level-0 tables over the bottom: new values and a tombstone.
+	for i := 0; i < 20; i += 2 {
+		put(fmt.Sprintf("k%02d", i), "new")
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Delete([]byte("k05")); err != nil {
+		t.Fatal(err)
+	}
+	delete(want, "k05")
+	put("k99", "new")
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tableNums(db)[0]); n != 2 {
+		t.Fatalf("level 0 holds %d tables, want 2", n)
+	}
+	if err := db.CompactWith(ctx, nil, nil, &CompactOptions{OutputLevel: 2}); err != nil {
+		t.Fatal(err)
+	}
+	lv := tableNums(db)
+	for l, files := range lv {
+		switch {
+		case l == 2 && len(files) == 0:
+			t.Fatal("level 2 is empty after CompactWith(OutputLevel: 2)")
+		case l == compaction.Bottom && !slices.Equal(files, bottom):
+			t.Fatalf("bottom level changed: %v, was %v", files, bottom)
+		case l != 2 && l != compaction.Bottom && len(files) > 0:
+			t.Fatalf("level %d holds tables %v after CompactWith(OutputLevel: 2)", l, files)
+		}
+	}
+	// k05 reads as deleted only if level 2 kept the tombstone over the
+	// bottom's row.
+	for i := range 20 {
+		k := fmt.Sprintf("k%02d", i)
+		mustGet(t, db, k, want[k])
+	}
+	mustGet(t, db, "k99", "new")
+}
+
+// TestCompactWithInvalidLevel checks that levels outside 1 to
+// MaxOutputLevel are refused with ErrInvalidOptions before anything
+// happens (the memtable is not even flushed).
+func TestCompactWithInvalidLevel(t *testing.T) {
+	ctx := context.Background()
+	db := openTestDB(t, t.TempDir(), clock.NewManual(epoch), func(o *Options) { o.DisableAutoCompaction = true })
+	defer db.Close()
+	if err := db.Put([]byte("a"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	for _, level := range []int{-1, MaxOutputLevel + 1, 100} {
+		err := db.CompactWith(ctx, nil, nil, &CompactOptions{OutputLevel: level})
+		if !errors.Is(err, ErrInvalidOptions) {
+			t.Fatalf("OutputLevel %d: got %v, want ErrInvalidOptions", level, err)
+		}
+	}
+	for l, files := range tableNums(db) {
+		if len(files) > 0 {
+			t.Fatalf("a refused CompactWith wrote level %d: %v", l, files)
+		}
+	}
+	mustGet(t, db, "a", "1")
 }

@@ -147,7 +147,7 @@ func TestExpiredRowHidesOlderVersion(t *testing.T) {
 // drops the rows that expired in the memtable, and keeps the rest.
 func TestFlushDropsExpiredAtBottom(t *testing.T) {
 	clk := clock.NewManual(epoch)
-	db := openTestDB(t, t.TempDir(), clk, func(o *Options) { o.MemtableExpiryFraction = -1 })
+	db := openTestDB(t, t.TempDir(), clk, func(o *Options) { o.DisableAgeRotation = true })
 	defer db.Close()
 	for i := 0; i < 100; i++ {
 		ttl := ExpireAfter(time.Second)

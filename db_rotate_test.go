@@ -73,7 +73,7 @@ func TestAgeRotation(t *testing.T) {
 	wantFlushes(3, "not rotated at 1 s")
 
 	// Disabled: rotation by size only.
-	db2 := openTestDB(t, t.TempDir(), clk, func(o *Options) { o.MemtableExpiryFraction = -1 })
+	db2 := openTestDB(t, t.TempDir(), clk, func(o *Options) { o.DisableAgeRotation = true })
 	defer db2.Close()
 	if err := db2.PutTTL([]byte("a"), []byte("v"), ExpireAfter(time.Second)); err != nil {
 		t.Fatal(err)
@@ -88,16 +88,16 @@ func TestAgeRotation(t *testing.T) {
 }
 
 // runChurn writes rate rows/s of 5 s TTL in 10 ms steps of manual time for
-// secs seconds, letting the background catch up every second, and returns
+// secs seconds, with rotation by age at the default fraction or off, letting the background catch up every second, and returns
 // the mean ratio of directory bytes to live logical bytes sampled each
 // second after the first 3 TTL periods (as the bench/ harness measures). Every 5 s it reads back every row still within its
 // TTL and some already expired.
-func runChurn(t *testing.T, fraction float64, rate, secs int) float64 {
+func runChurn(t *testing.T, ageRotation bool, rate, secs int) float64 {
 	ctx := context.Background()
 	const ttl = 5 * time.Second
 	clk := clock.NewManual(epoch)
 	dir := t.TempDir()
-	db := openTestDB(t, dir, clk, func(o *Options) { o.MemtableExpiryFraction = fraction })
+	db := openTestDB(t, dir, clk, func(o *Options) { o.DisableAgeRotation = !ageRotation })
 	defer db.Close()
 	perStep := rate / 100
 	rowBytes := int64(len(churnKey(0)) + len(churnValue(0)))
@@ -156,12 +156,12 @@ func runChurn(t *testing.T, fraction float64, rate, secs int) float64 {
 // 5.3-6.3).
 func TestChurnSpaceBound(t *testing.T) {
 	const rate, secs = 1000, 25
-	if amp := runChurn(t, 0, rate, secs); amp > 1.4 {
+	if amp := runChurn(t, true, rate, secs); amp > 1.4 {
 		t.Fatalf("space amplification %.2f with rotation by age, want <= 1.4", amp)
 	} else {
 		t.Logf("space amplification with rotation by age: %.2f", amp)
 	}
-	if amp := runChurn(t, -1, rate, secs); amp <= 1.4 {
+	if amp := runChurn(t, false, rate, secs); amp <= 1.4 {
 		t.Fatalf("space amplification %.2f without rotation by age: the bound is not what keeps it low", amp)
 	} else {
 		t.Logf("space amplification without rotation by age: %.2f", amp)

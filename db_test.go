@@ -108,7 +108,7 @@ func TestObjectCache(t *testing.T) {
 	opts := func(o *Options) {
 		o.Storage = mem
 		o.ObjectCacheDir = cacheDir
-		o.BlockCacheSize = -1 // every read goes to the table file
+		o.DisableBlockCache = true // every read goes to the table file
 	}
 	db := openTestDB(t, "", clk, opts)
 	for i := 0; i < 500; i++ {

@@ -88,7 +88,10 @@ const defaultLocalReadAhead = 256 << 10
 const localReadAheadAfter = 4
 
 // Options configure a database. The zero value of every field means its
-// documented default; Open never modifies the caller's Options.
+// documented default; Open never modifies the caller's Options. A negative
+// number is invalid in every field (Open fails with ErrInvalidOptions naming
+// it): a feature that can be turned off has a Disable field, and setting
+// both it and the value it turns off is invalid too.
 type Options struct {
 	// DefaultTTL applies to writes whose TTL is the zero value (DefaultTTL()).
 	// Zero means writes without an explicit TTL never expire. Negative values
@@ -97,7 +100,12 @@ type Options struct {
 
 	// Clock is the source of time for every expiry decision.
 	// Default: the system clock, wrapped so that it never runs backwards and
-	// never below the highest time this database has recorded.
+	// never below the highest time this database has recorded. A clock that
+	// implements clock.Notifier (clock.Manual does) wakes background work —
+	// compaction, whole-table drops, memtable rotation by age — every time
+	// it advances, and the database sets no timers of its own for expiries;
+	// any other clock is polled about once a second and a timer is set for
+	// the next whole-table expiry.
 	Clock clock.Clock
 
 	// Storage overrides where the database lives. Default: the local
@@ -127,7 +135,7 @@ type Options struct {
 	// — one small GET per interval when nothing changed — loading the
 	// tables it lists. A follower sees flushed data; with
 	// FollowWAL it also replays the WAL to see recent writes. Default 0: no
-	// following.
+	// following. Negative is invalid.
 	FollowInterval time.Duration
 	// FollowWAL makes a follower tail the WAL, at open and at every poll,
 	// so that it also sees writes not yet flushed: it remembers how far it
@@ -144,8 +152,11 @@ type Options struct {
 	// ObsoleteFileGracePeriod delays the deletion of SSTables no version
 	// needs any more, so that followers still reading an older version are
 	// not broken. Default: 0 on a local directory (deleted at once), 1
-	// minute on an object store.
+	// minute on an object store. Negative is invalid.
 	ObsoleteFileGracePeriod time.Duration
+	// DisableObsoleteFileGrace deletes obsolete SSTables at once on any
+	// storage (a grace period of zero where the default is not).
+	DisableObsoleteFileGrace bool
 
 	// EventListener receives flush, compaction, stall, WAL and background
 	// error events. Default: none.
@@ -155,7 +166,7 @@ type Options struct {
 	// directory, within ObjectCacheBytes (default 1 GiB): tables are copied
 	// when written and on first read, so reads of a database on an object
 	// store come from the local disk after the first touch. Default: no
-	// disk cache.
+	// disk cache. A negative ObjectCacheBytes is invalid.
 	ObjectCacheDir   string
 	ObjectCacheBytes int64
 
@@ -193,9 +204,11 @@ type Options struct {
 	// second). With short TTLs the WAL and level 0 then hold about
 	// (1 + fraction/2) TTL periods of writes, in about 1 + 1/fraction
 	// level-0 tables. Default: 0.25 (RFC 0004, "Memtable rotation by
-	// age"). Negative disables rotation by age (memtables rotate only when
-	// full).
+	// age").
 	MemtableExpiryFraction float64
+	// DisableAgeRotation turns rotation by age off: memtables rotate only
+	// when full.
+	DisableAgeRotation bool
 
 	// --- SSTables ---
 
@@ -203,21 +216,25 @@ type Options struct {
 	// ends before the row that would take it past BlockSize, unless that row
 	// alone is larger (it then gets a block of its own size). Default: 4096.
 	BlockSize int
-	// Compression of data blocks. Default: sstable.SnappyCompression.
+	// Compression of data blocks. Default (the zero value,
+	// sstable.DefaultCompression): sstable.SnappyCompression;
+	// sstable.NoCompression asks for none. A value that is not an
+	// sstable.Compression constant is invalid.
 	Compression sstable.Compression
-	// NoCompression disables compression (the zero Compression value means
-	// the default, so this flag is how to ask for none).
-	NoCompression bool
 	// BloomBitsPerKey sizes each SSTable's bloom filter. Default: 10 (about a
-	// 1% false-positive rate). Negative disables filters; above
-	// MaxBloomBitsPerKey Open fails with ErrInvalidOptions.
+	// 1% false-positive rate). Above MaxBloomBitsPerKey Open fails with
+	// ErrInvalidOptions.
 	BloomBitsPerKey int
+	// DisableBloomFilters writes SSTables without a bloom filter.
+	DisableBloomFilters bool
 	// BlockCacheSize is the byte budget of the block cache shared by all
 	// SSTables. The index and filter that every open SSTable keeps in
 	// memory are charged to it, so cached data blocks get the budget less
 	// those (but never less than a quarter of it). Default: 64 MiB.
-	// Negative disables the cache (and the charging).
 	BlockCacheSize int64
+	// DisableBlockCache turns the block cache (and the charging) off: every
+	// read of a data block reaches the table file.
+	DisableBlockCache bool
 	// TargetFileSize is the size at which compaction output is split into a
 	// new SSTable. Default: 8 MiB.
 	TargetFileSize int64
@@ -230,8 +247,11 @@ type Options struct {
 	// HTTP request); on a local directory 256 KiB for iterators (one read
 	// per window instead of one system call per 4 KiB block, and the next
 	// window is decoded on another goroutine) and off for compactions; off
-	// on an object store with ObjectCacheDir. Negative disables read-ahead.
+	// on an object store with ObjectCacheDir.
 	ReadAheadSize int
+	// DisableReadAhead turns read-ahead off for iterators and compactions:
+	// every data block is read on its own.
+	DisableReadAhead bool
 
 	// --- Compaction (RFC 0004) ---
 
@@ -268,8 +288,11 @@ type Options struct {
 	// PeriodicCompactionInterval bounds how long expired or deleted data
 	// stays on disk: a table whose oldest expiry or tombstone is this old is
 	// compacted to the bottom, even with no writes. Default: 1 hour.
-	// Negative disables periodic compaction.
 	PeriodicCompactionInterval time.Duration
+	// DisablePeriodicCompaction turns periodic compaction off: expired and
+	// deleted data then leaves the disk only with compactions that other
+	// causes start, or ReclaimExpired.
+	DisablePeriodicCompaction bool
 	// MaxConcurrentCompactions bounds background compactions running at
 	// once. Default: 2.
 	MaxConcurrentCompactions int
@@ -338,8 +361,8 @@ func (o *Options) withDefaults() (*Options, error) {
 	if o != nil {
 		c = *o
 	}
-	if c.DefaultTTL < 0 {
-		return nil, fmt.Errorf("%w: Options.DefaultTTL %v is negative", ErrInvalidOptions, c.DefaultTTL)
+	if err := c.checkSigns(); err != nil {
+		return nil, err
 	}
 	if c.DefaultTTL > 0 && c.DefaultTTL < time.Millisecond {
 		return nil, fmt.Errorf("%w: Options.DefaultTTL %v is below the 1ms resolution", ErrInvalidOptions, c.DefaultTTL)
@@ -350,7 +373,7 @@ func (o *Options) withDefaults() (*Options, error) {
 	if c.FollowInterval > 0 && !c.ReadOnly {
 		return nil, fmt.Errorf("%w: Options.FollowInterval needs ReadOnly", ErrInvalidOptions)
 	}
-	if c.ObjectCacheDir != "" && c.ObjectCacheBytes <= 0 {
+	if c.ObjectCacheDir != "" && c.ObjectCacheBytes == 0 {
 		c.ObjectCacheBytes = 1 << 30
 	}
 	if c.Logger == nil {
@@ -359,43 +382,35 @@ func (o *Options) withDefaults() (*Options, error) {
 	if c.MemtableSize == 0 {
 		c.MemtableSize = DefaultMemtableSize
 	}
-	if c.MemtableSize < 0 {
-		return nil, fmt.Errorf("%w: Options.MemtableSize %d is negative", ErrInvalidOptions, c.MemtableSize)
-	}
-	if c.MaxImmutableMemtables <= 0 {
+	if c.MaxImmutableMemtables == 0 {
 		c.MaxImmutableMemtables = 2
 	}
-	if c.MemtableExpiryFraction == 0 {
+	if c.MemtableExpiryFraction == 0 && !c.DisableAgeRotation {
 		c.MemtableExpiryFraction = 0.25
 	}
-	if c.BlockSize <= 0 {
+	if c.BlockSize == 0 {
 		c.BlockSize = 4096
 	}
-	if c.NoCompression {
-		c.Compression = sstable.NoCompression
-	} else if c.Compression == sstable.NoCompression {
-		c.Compression = sstable.SnappyCompression
+	if !c.Compression.Valid() {
+		return nil, fmt.Errorf("%w: Options.Compression %v is not an sstable.Compression", ErrInvalidOptions, c.Compression)
 	}
+	c.Compression = c.Compression.Resolve()
 	if c.BloomBitsPerKey > MaxBloomBitsPerKey {
 		return nil, fmt.Errorf("%w: Options.BloomBitsPerKey %d is above %d", ErrInvalidOptions, c.BloomBitsPerKey, MaxBloomBitsPerKey)
 	}
-	if c.BloomBitsPerKey == 0 {
+	if c.BloomBitsPerKey == 0 && !c.DisableBloomFilters {
 		c.BloomBitsPerKey = 10
-	} else if c.BloomBitsPerKey < 0 {
-		c.BloomBitsPerKey = 0
 	}
-	if c.BlockCacheSize == 0 {
+	if c.BlockCacheSize == 0 && !c.DisableBlockCache {
 		c.BlockCacheSize = 64 << 20
-	} else if c.BlockCacheSize < 0 {
-		c.BlockCacheSize = 0
 	}
-	if c.TargetFileSize <= 0 {
+	if c.TargetFileSize == 0 {
 		c.TargetFileSize = 8 << 20
 	}
-	if c.L0SlowdownWritesThreshold <= 0 {
+	if c.L0SlowdownWritesThreshold == 0 {
 		c.L0SlowdownWritesThreshold = 8 * l0StallScale(c.MemtableSize)
 	}
-	if c.LBaseMaxBytes <= 0 {
+	if c.LBaseMaxBytes == 0 {
 		c.LBaseMaxBytes = 64 << 20
 	}
 	if c.LevelSizeRatio == 0 {
@@ -407,19 +422,19 @@ func (o *Options) withDefaults() (*Options, error) {
 	if c.ExpiredBytesRatio == 0 {
 		c.ExpiredBytesRatio = 0.25
 	}
-	if c.ExpiredBytesRatio < 0 || c.ExpiredBytesRatio > 1 {
+	if c.ExpiredBytesRatio > 1 {
 		return nil, fmt.Errorf("%w: Options.ExpiredBytesRatio %v is outside (0, 1]", ErrInvalidOptions, c.ExpiredBytesRatio)
 	}
-	if c.PeriodicCompactionInterval == 0 {
+	if c.PeriodicCompactionInterval == 0 && !c.DisablePeriodicCompaction {
 		c.PeriodicCompactionInterval = time.Hour
 	}
-	if c.MaxConcurrentCompactions <= 0 {
+	if c.MaxConcurrentCompactions == 0 {
 		c.MaxConcurrentCompactions = 2
 	}
-	if c.L0CompactionThreshold <= 0 {
+	if c.L0CompactionThreshold == 0 {
 		c.L0CompactionThreshold = 4
 	}
-	if c.L0StopWritesThreshold <= 0 {
+	if c.L0StopWritesThreshold == 0 {
 		c.L0StopWritesThreshold = 12 * l0StopScale(c.MemtableSize)
 	}
 	if c.L0StopWritesThreshold < c.L0CompactionThreshold {
@@ -429,6 +444,58 @@ func (o *Options) withDefaults() (*Options, error) {
 		c.L0SlowdownWritesThreshold = c.L0StopWritesThreshold
 	}
 	return &c, nil
+}
+
+// checkSigns refuses a negative value in any numeric field, and a Disable
+// field set together with a value it turns off. Every resolved value that
+// means "off" is zero.
+func (o *Options) checkSigns() error {
+	for _, f := range []struct {
+		name  string
+		value any
+		neg   bool
+	}{
+		{"DefaultTTL", o.DefaultTTL, o.DefaultTTL < 0},
+		{"FollowInterval", o.FollowInterval, o.FollowInterval < 0},
+		{"ObsoleteFileGracePeriod", o.ObsoleteFileGracePeriod, o.ObsoleteFileGracePeriod < 0},
+		{"ObjectCacheBytes", o.ObjectCacheBytes, o.ObjectCacheBytes < 0},
+		{"MemtableSize", o.MemtableSize, o.MemtableSize < 0},
+		{"MaxImmutableMemtables", o.MaxImmutableMemtables, o.MaxImmutableMemtables < 0},
+		{"MemtableExpiryFraction", o.MemtableExpiryFraction, o.MemtableExpiryFraction < 0},
+		{"BlockSize", o.BlockSize, o.BlockSize < 0},
+		{"BloomBitsPerKey", o.BloomBitsPerKey, o.BloomBitsPerKey < 0},
+		{"BlockCacheSize", o.BlockCacheSize, o.BlockCacheSize < 0},
+		{"TargetFileSize", o.TargetFileSize, o.TargetFileSize < 0},
+		{"ReadAheadSize", o.ReadAheadSize, o.ReadAheadSize < 0},
+		{"L0CompactionThreshold", o.L0CompactionThreshold, o.L0CompactionThreshold < 0},
+		{"L0SlowdownWritesThreshold", o.L0SlowdownWritesThreshold, o.L0SlowdownWritesThreshold < 0},
+		{"L0StopWritesThreshold", o.L0StopWritesThreshold, o.L0StopWritesThreshold < 0},
+		{"LBaseMaxBytes", o.LBaseMaxBytes, o.LBaseMaxBytes < 0},
+		{"LevelSizeRatio", o.LevelSizeRatio, o.LevelSizeRatio < 0},
+		{"ExpiredBytesRatio", o.ExpiredBytesRatio, o.ExpiredBytesRatio < 0},
+		{"PeriodicCompactionInterval", o.PeriodicCompactionInterval, o.PeriodicCompactionInterval < 0},
+		{"MaxConcurrentCompactions", o.MaxConcurrentCompactions, o.MaxConcurrentCompactions < 0},
+	} {
+		if f.neg {
+			return fmt.Errorf("%w: Options.%s %v is negative", ErrInvalidOptions, f.name, f.value)
+		}
+	}
+	for _, d := range []struct {
+		flag, field string
+		on, set     bool
+	}{
+		{"DisableObsoleteFileGrace", "ObsoleteFileGracePeriod", o.DisableObsoleteFileGrace, o.ObsoleteFileGracePeriod != 0},
+		{"DisableAgeRotation", "MemtableExpiryFraction", o.DisableAgeRotation, o.MemtableExpiryFraction != 0},
+		{"DisableBloomFilters", "BloomBitsPerKey", o.DisableBloomFilters, o.BloomBitsPerKey != 0},
+		{"DisableBlockCache", "BlockCacheSize", o.DisableBlockCache, o.BlockCacheSize != 0},
+		{"DisableReadAhead", "ReadAheadSize", o.DisableReadAhead, o.ReadAheadSize != 0},
+		{"DisablePeriodicCompaction", "PeriodicCompactionInterval", o.DisablePeriodicCompaction, o.PeriodicCompactionInterval != 0},
+	} {
+		if d.on && d.set {
+			return fmt.Errorf("%w: Options.%s is set together with Options.%s", ErrInvalidOptions, d.flag, d.field)
+		}
+	}
+	return nil
 }
 
 // readTuning is how the SSTable readers of a database read, as the
@@ -452,10 +519,11 @@ type readTuning struct {
 // Every storage-dependent default is resolved here.
 func (o *Options) withStorageDefaults(t storage.Traits) readTuning {
 	var rt readTuning
-	if o.ObsoleteFileGracePeriod == 0 && t.Remote {
+	if o.ObsoleteFileGracePeriod == 0 && t.Remote && !o.DisableObsoleteFileGrace {
 		o.ObsoleteFileGracePeriod = time.Minute
 	}
 	switch {
+	case o.DisableReadAhead:
 	case o.ReadAheadSize == 0 && t.Remote && o.ObjectCacheDir == "":
 		o.ReadAheadSize = defaultObjectReadAhead
 	case o.ReadAheadSize == 0 && !t.Remote:
@@ -463,8 +531,6 @@ func (o *Options) withStorageDefaults(t storage.Traits) readTuning {
 		// window on another goroutine; compactions keep reading block by
 		// block, so that they hold no windows.
 		o.ReadAheadSize, rt.compactionReadAhead = defaultLocalReadAhead, -1
-	case o.ReadAheadSize < 0:
-		o.ReadAheadSize = 0
 	}
 	if !t.Remote {
 		rt.readAheadAfter = localReadAheadAfter

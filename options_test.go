@@ -55,6 +55,122 @@ func TestOpenRejectsOversizedBloom(t *testing.T) {
 	}
 }
 
+// TestOpenRejectsNegativeOptions: a negative value in any numeric field of
+// Options fails Open with ErrInvalidOptions naming the field, before
+// anything is created. The fields are found by reflection, so a new one is
+// covered without editing the test.
+func TestOpenRejectsNegativeOptions(t *testing.T) {
+	typ := reflect.TypeFor[Options]()
+	n := 0
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		o := Options{}
+		v := reflect.ValueOf(&o).Elem().Field(i)
+		switch v.Kind() {
+		case reflect.Int, reflect.Int64:
+			v.SetInt(-1)
+		case reflect.Float64:
+			v.SetFloat(-1)
+		default:
+			continue
+		}
+		n++
+		dir := filepath.Join(t.TempDir(), "db")
+		_, err := Open(dir, &o)
+		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), f.Name) {
+			t.Errorf("Open with %s = -1: %v, want ErrInvalidOptions naming it", f.Name, err)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("Open with %s = -1 left %s behind (stat: %v)", f.Name, dir, err)
+		}
+	}
+	if n < 20 {
+		t.Fatalf("only %d numeric Options fields found", n)
+	}
+}
+
+// TestOpenRejectsUnknownCompression: a Compression that is none of the
+// sstable constants fails Open with ErrInvalidOptions; the zero value
+// resolves to Snappy and NoCompression stays none.
+func TestOpenRejectsUnknownCompression(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	_, err := Open(dir, &Options{Compression: sstable.ZstdCompression + 1})
+	if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "Compression") {
+		t.Fatalf("Open with Compression %d: %v, want ErrInvalidOptions naming it", sstable.ZstdCompression+1, err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a rejected Open left %s behind (stat: %v)", dir, err)
+	}
+	for in, want := range map[sstable.Compression]sstable.Compression{
+		sstable.DefaultCompression: sstable.SnappyCompression,
+		sstable.NoCompression:      sstable.NoCompression,
+		sstable.ZstdCompression:    sstable.ZstdCompression,
+	} {
+		o, err := (&Options{Compression: in}).withDefaults()
+		if err != nil {
+			t.Fatalf("Compression %v: %v", in, err)
+		}
+		if o.Compression != want {
+			t.Errorf("Compression %v resolves to %v, want %v", in, o.Compression, want)
+		}
+	}
+}
+
+// TestDisableOptions: each Disable field resolves the value it turns off to
+// "off" on a local directory and on an object store, and setting both the
+// flag and the value fails Open with ErrInvalidOptions.
+func TestDisableOptions(t *testing.T) {
+	for _, c := range []struct {
+		flag, field string
+		off         func(db *DB) bool
+	}{
+		{"DisableObsoleteFileGrace", "ObsoleteFileGracePeriod", func(db *DB) bool { return db.opts.ObsoleteFileGracePeriod == 0 }},
+		{"DisableAgeRotation", "MemtableExpiryFraction", func(db *DB) bool { return db.opts.MemtableExpiryFraction == 0 }},
+		{"DisableBloomFilters", "BloomBitsPerKey", func(db *DB) bool { return db.opts.BloomBitsPerKey == 0 }},
+		{"DisableBlockCache", "BlockCacheSize", func(db *DB) bool { return db.opts.BlockCacheSize == 0 && db.cache == nil }},
+		{"DisableReadAhead", "ReadAheadSize", func(db *DB) bool { return db.opts.ReadAheadSize == 0 && db.compactionReadAhead == 0 }},
+		{"DisablePeriodicCompaction", "PeriodicCompactionInterval", func(db *DB) bool {
+			return db.pickerOptsValue().PeriodicIntervalMillis == 0
+		}},
+	} {
+		t.Run(c.flag, func(t *testing.T) {
+			for _, remote := range []bool{false, true} {
+				o := Options{}
+				if remote {
+					o.Storage = fencingMem{storage.NewMem()}
+				}
+				reflect.ValueOf(&o).Elem().FieldByName(c.flag).SetBool(true)
+				db, err := Open(t.TempDir(), &o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				off := c.off(db)
+				if err := db.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if !off {
+					t.Fatalf("remote %v: %s did not turn %s off", remote, c.flag, c.field)
+				}
+			}
+			o := Options{}
+			reflect.ValueOf(&o).Elem().FieldByName(c.flag).SetBool(true)
+			switch v := reflect.ValueOf(&o).Elem().FieldByName(c.field); v.Kind() {
+			case reflect.Float64:
+				v.SetFloat(0.5)
+			default:
+				v.SetInt(int64(time.Second))
+			}
+			dir := filepath.Join(t.TempDir(), "db")
+			if _, err := Open(dir, &o); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), c.field) {
+				t.Fatalf("Open with %s and %s: %v, want ErrInvalidOptions naming both", c.flag, c.field, err)
+			}
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("a rejected Open left %s behind (stat: %v)", dir, err)
+			}
+		})
+	}
+}
+
 // TestL0StallDefaultsScaleWithMemtable: the default level-0 slowdown and
 // stop thresholds are 8 and 12 files at the 16 MiB reference memtable and
 // above; below it the slowdown threshold doubles (never more) and the stop
@@ -109,22 +225,23 @@ func (fencingMem) FenceLog(string) error { return nil }
 
 func TestReadAheadSizeDefault(t *testing.T) {
 	for _, c := range []struct {
-		name   string
-		remote bool
-		cache  bool
-		set    int
-		want   int
+		name    string
+		remote  bool
+		cache   bool
+		set     int
+		disable bool
+		want    int
 	}{
-		{"local default", false, false, 0, defaultLocalReadAhead},
-		{"local set", false, false, 128 << 10, 128 << 10},
-		{"local negative", false, false, -1, 0},
-		{"object store default", true, false, 0, defaultObjectReadAhead},
-		{"object store set", true, false, 64 << 10, 64 << 10},
-		{"object store negative", true, false, -5, 0},
-		{"object store with disk cache", true, true, 0, 0},
+		{"local default", false, false, 0, false, defaultLocalReadAhead},
+		{"local set", false, false, 128 << 10, false, 128 << 10},
+		{"local disabled", false, false, 0, true, 0},
+		{"object store default", true, false, 0, false, defaultObjectReadAhead},
+		{"object store set", true, false, 64 << 10, false, 64 << 10},
+		{"object store disabled", true, false, 0, true, 0},
+		{"object store with disk cache", true, true, 0, false, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			o := &Options{ReadAheadSize: c.set}
+			o := &Options{ReadAheadSize: c.set, DisableReadAhead: c.disable}
 			if c.remote {
 				o.Storage = fencingMem{storage.NewMem()}
 			}
@@ -141,7 +258,7 @@ func TestReadAheadSizeDefault(t *testing.T) {
 			}
 			// Only the local default leaves compactions without read-ahead.
 			wantComp := 0
-			if !c.remote && c.set == 0 {
+			if !c.remote && c.set == 0 && !c.disable {
 				wantComp = -1
 			}
 			if db.compactionReadAhead != wantComp {
@@ -160,7 +277,7 @@ func TestReadAheadDBScan(t *testing.T) {
 	const n = 5000
 	scan := func(readAhead int) {
 		t.Helper()
-		db, err := Open("", &Options{Storage: st, ReadAheadSize: readAhead, BlockCacheSize: -1, BlockSize: 512})
+		db, err := Open("", &Options{Storage: st, ReadAheadSize: readAhead, DisableReadAhead: readAhead == 0, DisableBlockCache: true, BlockSize: 512})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +313,7 @@ func TestReadAheadDBScan(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	scan(-1)
+	scan(0)
 	scan(4 << 10)
 	scan(1 << 20)
 }

@@ -15,7 +15,7 @@ import (
 func TestRecoveryKeepsTombstoneOverEarlierMemtable(t *testing.T) {
 	clk := clock.NewManual(epoch)
 	dir := t.TempDir()
-	db := openTestDB(t, dir, clk, func(o *Options) { o.MemtableExpiryFraction = -1 })
+	db := openTestDB(t, dir, clk, func(o *Options) { o.DisableAgeRotation = true })
 	if err := db.Put([]byte("k"), []byte("old")); err != nil {
 		t.Fatal(err)
 	}

@@ -28,13 +28,9 @@ type mayflyEngine struct {
 func (e *mayflyEngine) Name() string { return "mayfly" }
 
 func (e *mayflyEngine) Open(dir string, cacheBytes int64, bloom int) error {
-	o := &mayfly.Options{BlockCacheSize: cacheBytes, BloomBitsPerKey: bloom}
-	if bloom <= 0 {
-		o.BloomBitsPerKey = -1
-	}
-	if cacheBytes <= 0 {
-		o.BlockCacheSize = -1
-	}
+	o := &mayfly.Options{BlockCacheSize: max(cacheBytes, 0), BloomBitsPerKey: max(bloom, 0)}
+	o.DisableBloomFilters = bloom <= 0
+	o.DisableBlockCache = cacheBytes <= 0
 	if v := os.Getenv(memtableEnv); v != "" {
 		mib, err := strconv.ParseFloat(v, 64)
 		if err != nil || mib <= 0 {

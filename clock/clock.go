@@ -17,6 +17,30 @@ type Clock interface {
 	NowMillis() int64
 }
 
+// Notifier is implemented by a clock that can tell background work when its
+// reading moves. A database whose Options.Clock implements it wakes its
+// compaction scheduler on every advance, and relies on the advances alone to
+// notice that data expired: it then sets no timer of its own for the next
+// expiry (a clock that moves only by hand would never fire one).
+//
+// Notify registers and returns a new channel, kept for the clock's life.
+// Implementations guarantee:
+//   - after the reading moves, the channel holds a value, sent without
+//     blocking the clock: it has a buffer of one, and a value still pending
+//     stands for every move since it was sent (moves coalesce, none is
+//     missed by a receiver that drains the channel and then reads the clock);
+//   - the reading never moves without such a send, so a receiver that has
+//     seen no value since it last read the clock may assume the reading is
+//     unchanged;
+//   - the channel is never closed.
+//
+// The clock a program runs on (NewSystem) does not implement Notifier; the
+// scheduler then polls it and sets a timer for the next expiry.
+type Notifier interface {
+	Clock
+	Notify() <-chan struct{}
+}
+
 // Monotonic wraps a time source so that its readings never go backwards: a
 // reading below the highest one seen so far returns that highest one instead.
 // Its floor can be raised (Observe) from persisted state, so that a restarted
@@ -58,12 +82,15 @@ func (m *Monotonic) Observe(t int64) {
 	}
 }
 
-// Manual is a clock that moves only when told to. Use it in tests.
+// Manual is a clock that moves only when told to. Use it in tests. It
+// implements Notifier.
 type Manual struct {
 	mu      sync.Mutex
 	now     int64
 	waiters []chan struct{}
 }
+
+var _ Notifier = (*Manual)(nil)
 
 // NewManual returns a manual clock reading t.
 func NewManual(t time.Time) *Manual { return &Manual{now: t.UnixMilli()} }
@@ -90,10 +117,8 @@ func (m *Manual) Advance(d time.Duration) {
 	m.mu.Unlock()
 }
 
-// Notify returns a channel that receives a value (without blocking the
-// clock; a pending value is not duplicated) every time the clock moves.
-// Background work that must react to time passing, such as periodic
-// compaction, listens on it.
+// Notify implements Notifier: every Advance or Set that moves the clock
+// sends on every channel Notify returned, without blocking.
 func (m *Manual) Notify() <-chan struct{} {
 	ch := make(chan struct{}, 1)
 	m.mu.Lock()

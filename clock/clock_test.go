@@ -68,3 +68,43 @@ func TestManual(t *testing.T) {
 		t.Fatalf("Set forward failed: %v", m.Now())
 	}
 }
+
+// TestManualNotify checks the Notifier contract the compaction scheduler
+// relies on: every move sends, moves coalesce into one pending value, every
+// registered channel is told, and calls that do not move the clock send
+// nothing.
+func TestManualNotify(t *testing.T) {
+	start := time.UnixMilli(1_000_000)
+	m := NewManual(start)
+	var n Notifier = m
+	a, b := n.Notify(), n.Notify()
+	pending := func(ch <-chan struct{}) int {
+		k := 0
+		for {
+			select {
+			case <-ch:
+				k++
+			default:
+				return k
+			}
+		}
+	}
+	m.Advance(time.Second)
+	m.Advance(time.Second)
+	if got := pending(a); got != 1 {
+		t.Fatalf("after two advances channel a holds %d values, want 1", got)
+	}
+	if got := pending(b); got != 1 {
+		t.Fatalf("after two advances channel b holds %d values, want 1", got)
+	}
+	m.Advance(-time.Second)
+	m.Advance(0)
+	m.Set(start)
+	if got := pending(a); got != 0 {
+		t.Fatalf("calls that did not move the clock sent %d values", got)
+	}
+	m.Set(start.Add(time.Hour))
+	if got := pending(a); got != 1 {
+		t.Fatalf("Set forward sent %d values, want 1", got)
+	}
+}

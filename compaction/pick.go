@@ -347,13 +347,17 @@ func ToBottom(v *Levels, level int, t *Table, env *Env) *Pick {
 	}
 }
 
-// PickRange returns a compaction of every table overlapping [lo, hi] (nil
-// bounds open), widened until stable across all levels, into the bottom.
-func PickRange(v *Levels, lo, hi []byte, env *Env) *Pick {
+// PickRange returns a compaction into level out (1 to Bottom) of every
+// table of levels 0 to out overlapping [lo, hi] (nil bounds open), widened
+// until stable across those levels. Tables of deeper levels stay where they
+// are: they hold older data than every input, so the output may lie above
+// them. Nil if no table of levels 0 to out overlaps the range or a needed
+// table is being compacted.
+func PickRange(v *Levels, lo, hi []byte, out int, env *Env) *Pick {
 	for {
 		var inputs []Input
 		nlo, nhi := lo, hi
-		for l := range v {
+		for l := 0; l <= out; l++ {
 			over := overlapping(v[l], lo, hi)
 			if len(over) == 0 {
 				continue
@@ -371,7 +375,7 @@ func PickRange(v *Levels, lo, hi []byte, env *Env) *Pick {
 			if len(inputs) == 0 {
 				return nil
 			}
-			return finish(v, &Pick{Kind: KindManual, Inputs: inputs, OutputLevel: Bottom}, env)
+			return finish(v, &Pick{Kind: KindManual, Inputs: inputs, OutputLevel: out}, env)
 		}
 		lo, hi = nlo, nhi
 	}
@@ -417,8 +421,12 @@ func overlapping(tables []*Table, lo, hi []byte) []*Table {
 }
 
 // AnyOverlap reports whether any table of any level overlaps [lo, hi].
-func AnyOverlap(v *Levels, lo, hi []byte) bool {
-	for l := range v {
+func AnyOverlap(v *Levels, lo, hi []byte) bool { return OverlapThrough(v, Bottom, lo, hi) }
+
+// OverlapThrough reports whether any table of levels 0 to last overlaps
+// [lo, hi].
+func OverlapThrough(v *Levels, last int, lo, hi []byte) bool {
+	for l := 0; l <= last; l++ {
 		if anyOverlap(v[l], lo, hi) {
 			return true
 		}

@@ -6,11 +6,14 @@ package sstable
 // 5-byte trailer; see footer.go for the trailer. The compression type byte of
 // the trailer selects the decoder:
 //
-//	0  NoCompression      the block bytes are the block
-//	1  SnappyCompression  Snappy block format (uvarint decoded length, then
-//	                      Snappy-encoded data), written with s2's
-//	                      Snappy-compatible encoder
-//	2  ZstdCompression    one zstd frame carrying its frame content size
+//	0  none    the block bytes are the block
+//	1  snappy  Snappy block format (uvarint decoded length, then
+//	           Snappy-encoded data), written with s2's Snappy-compatible
+//	           encoder
+//	2  zstd    one zstd frame carrying its frame content size
+//
+// The byte is a blockType; the Compression a writer is asked for is a
+// separate type whose zero value means the default (SnappyCompression).
 //
 // A writer stores a block uncompressed when compression saves less than
 // 1/8 (12.5%) of its size. A reader bounds the decoded length announced by
@@ -24,19 +27,28 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// Compression selects how data blocks are compressed.
+// Compression selects how data blocks are compressed. Its zero value,
+// DefaultCompression, means SnappyCompression; NoCompression asks for none.
+// The values are not the bytes stored in block trailers (blockType).
 type Compression uint8
 
-// Supported compressions. The values are stored in block trailers.
+// Supported compressions.
 const (
-	NoCompression     Compression = 0
-	SnappyCompression Compression = 1
-	ZstdCompression   Compression = 2
+	// DefaultCompression is the zero value: SnappyCompression.
+	DefaultCompression Compression = iota
+	// NoCompression stores every block as it is.
+	NoCompression
+	// SnappyCompression compresses blocks with Snappy.
+	SnappyCompression
+	// ZstdCompression compresses blocks with zstd.
+	ZstdCompression
 )
 
 // String returns the name of the compression.
 func (c Compression) String() string {
 	switch c {
+	case DefaultCompression:
+		return "default"
 	case NoCompression:
 		return "none"
 	case SnappyCompression:
@@ -47,7 +59,38 @@ func (c Compression) String() string {
 	return fmt.Sprintf("compression(%d)", uint8(c))
 }
 
-func (c Compression) valid() bool { return c <= ZstdCompression }
+// Valid reports whether c is one of the constants above.
+func (c Compression) Valid() bool { return c <= ZstdCompression }
+
+// Resolve returns the compression c stands for: SnappyCompression for
+// DefaultCompression, c itself otherwise.
+func (c Compression) Resolve() Compression {
+	if c == DefaultCompression {
+		return SnappyCompression
+	}
+	return c
+}
+
+// blockType is the compression byte of a block trailer, as drawn above.
+type blockType uint8
+
+// Block trailer compression bytes. They are on disk: never renumber them.
+const (
+	blockNone   blockType = 0
+	blockSnappy blockType = 1
+	blockZstd   blockType = 2
+)
+
+// blockType returns the trailer byte of blocks c compresses (c resolved).
+func (c Compression) blockType() blockType {
+	switch c.Resolve() {
+	case SnappyCompression:
+		return blockSnappy
+	case ZstdCompression:
+		return blockZstd
+	}
+	return blockNone
+}
 
 // MaxBlockSize bounds the decoded size of any compressed block. A block
 // whose compressed form announces a larger size is corrupt.
@@ -84,36 +127,37 @@ func zstdCodec() (*zstd.Encoder, *zstd.Decoder, error) {
 }
 
 // compress compresses src with c into dst[:0]. It returns the bytes to
-// store and the compression actually used (src itself and NoCompression
-// when compression does not save at least 1/8 of the size), and dst's
-// possibly grown buffer for reuse.
-func compress(dst, src []byte, c Compression) (out []byte, typ Compression, buf []byte, err error) {
+// store and the trailer byte of the compression actually used (src itself
+// and blockNone when compression does not save at least 1/8 of the size),
+// and dst's possibly grown buffer for reuse.
+func compress(dst, src []byte, c Compression) (out []byte, typ blockType, buf []byte, err error) {
 	if len(src) == 0 {
-		return src, NoCompression, dst, nil
+		return src, blockNone, dst, nil
 	}
-	switch c {
-	case SnappyCompression:
+	typ = c.blockType()
+	switch typ {
+	case blockSnappy:
 		n := s2.MaxEncodedLen(len(src))
 		if n < 0 {
-			return src, NoCompression, dst, nil
+			return src, blockNone, dst, nil
 		}
 		if cap(dst) < n {
 			dst = make([]byte, n)
 		}
 		out = s2.EncodeSnappy(dst[:cap(dst)], src)
-	case ZstdCompression:
+	case blockZstd:
 		enc, _, err := zstdCodec()
 		if err != nil {
 			return nil, 0, dst, err
 		}
 		out = enc.EncodeAll(src, dst[:0])
 	default:
-		return src, NoCompression, dst, nil
+		return src, blockNone, dst, nil
 	}
 	if len(out) > len(src)-len(src)/8 {
-		return src, NoCompression, out[:0], nil
+		return src, blockNone, out[:0], nil
 	}
-	return out, c, out[:0], nil
+	return out, typ, out[:0], nil
 }
 
 // blockAlloc returns the buffer of n bytes a block is decoded into (slab
@@ -128,14 +172,14 @@ func (a blockAlloc) get(n int) []byte {
 }
 
 // decompress decodes a block stored with compression typ into a buffer from
-// alloc. The result never aliases src unless typ is NoCompression (then it
-// is src). Errors are corruption errors naming file and the block offset;
+// alloc. The result never aliases src unless typ is blockNone (then it is
+// src). Errors are corruption errors naming file and the block offset;
 // alloc is only called once the decoded size has been checked.
 func decompress(typ byte, src []byte, file string, off int64, alloc blockAlloc) ([]byte, error) {
-	switch Compression(typ) {
-	case NoCompression:
+	switch blockType(typ) {
+	case blockNone:
 		return src, nil
-	case SnappyCompression:
+	case blockSnappy:
 		n, err := s2.DecodedLen(src)
 		if err != nil {
 			return nil, corruptf(file, off, "snappy block: %v", err)
@@ -157,7 +201,7 @@ func decompress(typ byte, src []byte, file string, off int64, alloc blockAlloc) 
 			return nil, corruptf(file, off, "snappy block decoded to %d bytes, want %d", len(out), n)
 		}
 		return out, nil
-	case ZstdCompression:
+	case blockZstd:
 		_, dec, err := zstdCodec()
 		if err != nil {
 			return nil, err

@@ -81,7 +81,7 @@ func (h blockHandle) within(end uint64) bool {
 }
 
 // appendTrailer appends the trailer for block (already in dst[start:]).
-func appendTrailer(dst []byte, start int, typ Compression) []byte {
+func appendTrailer(dst []byte, start int, typ blockType) []byte {
 	dst = append(dst, byte(typ))
 	crc := crc32.Checksum(dst[start:], castagnoli)
 	return binary.LittleEndian.AppendUint32(dst, crc)

@@ -267,7 +267,7 @@ func (r *Reader) decodeBlock(buf []byte, h blockHandle, kind string, copyRaw boo
 	if got, want := binary.LittleEndian.Uint32(buf[n+1:]), crc32.Checksum(buf[:n+1], castagnoli); got != want {
 		return nil, corruptf(r.name, int64(h.offset), "%s block checksum mismatch: stored %#08x, computed %#08x", kind, got, want)
 	}
-	if copyRaw && Compression(typ) == NoCompression {
+	if copyRaw && blockType(typ) == blockNone {
 		b := alloc.get(n)
 		copy(b, buf[:n])
 		return b, nil

@@ -29,7 +29,7 @@ import (
 type WriterOptions struct {
 	BlockSize       int         // uncompressed data block size limit; default 4096 (see maxEntryLen)
 	RestartInterval int         // entries between restart points; default 16
-	Compression     Compression // per-block compression; zero value = NoCompression
+	Compression     Compression // per-block compression; zero value = DefaultCompression (Snappy)
 	BloomBitsPerKey int         // bloom filter bits per user key; 0 = no filter
 	CreationTime    int64       // Unix ms, recorded in the properties
 }
@@ -73,7 +73,7 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 	if opts.BloomBitsPerKey > 0 {
 		wr.filter = newFilterWriter(opts.BloomBitsPerKey)
 	}
-	if !opts.Compression.valid() {
+	if !opts.Compression.Valid() {
 		wr.err = fmt.Errorf("sstable: unknown compression %v", opts.Compression)
 	}
 	wr.props.FormatVersion = FormatVersion

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mayflydb/mayfly"
 	"github.com/mayflydb/mayfly/clock"
+	"github.com/mayflydb/mayfly/sstable"
 )
 
 // stage moves the data of an env somewhere else in the engine (or nowhere).
@@ -356,11 +357,11 @@ func TestNoResurrectionWithSnapshots(t *testing.T) {
 // older data; L0 must not be compacted beneath it.
 func TestNoResurrectionWhenBaseLevelMovesDown(t *testing.T) {
 	e := newEnv(t, func(o *mayfly.Options) {
-		o.NoCompression = true
+		o.Compression = sstable.NoCompression
 		o.LBaseMaxBytes = 32 << 10
 		o.LevelSizeRatio = 4
 		o.L0CompactionThreshold = 1
-		o.PeriodicCompactionInterval = -1
+		o.DisablePeriodicCompaction = true
 		o.TargetFileSize = 64 << 10
 	})
 	ctx := t.Context()

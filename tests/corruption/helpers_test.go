@@ -17,7 +17,8 @@
 // dropped (Metrics.WALTornTails counts it).
 //
 // The tests use only the public API of mayfly, mayfly/clock and
-// mayfly/storage (plus mayfly/format for the CorruptionError type), and
+// mayfly/storage (plus mayfly/format for the CorruptionError type and
+// mayfly/sstable for the Compression option), and
 // read the on-disk formats (RFC 0002) directly to choose where to damage.
 package corruption
 
@@ -41,6 +42,7 @@ import (
 	"github.com/mayflydb/mayfly"
 	"github.com/mayflydb/mayfly/clock"
 	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/sstable"
 )
 
 // epoch is the manual clock's time in every test.
@@ -69,7 +71,7 @@ func baseOptions() *mayfly.Options {
 		Clock:                 clock.NewManual(epoch),
 		MemtableSize:          16 << 10,
 		BlockSize:             512,
-		NoCompression:         true,
+		Compression:           sstable.NoCompression,
 		TargetFileSize:        12 << 10,
 		DisableAutoCompaction: true,
 	}

@@ -209,7 +209,7 @@ func workloadOptions(s storage.Storage, clk clock.Clock) *mayfly.Options {
 		MemtableSize:          4 << 10,
 		MaxImmutableMemtables: 2,
 		BlockSize:             512,
-		BlockCacheSize:        -1, // every read reaches storage
+		DisableBlockCache:     true, // every read reaches storage
 		TargetFileSize:        8 << 10,
 		L0CompactionThreshold: 2,
 		L0StopWritesThreshold: 6,

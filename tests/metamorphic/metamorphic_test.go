@@ -14,6 +14,7 @@ import (
 
 	"github.com/mayflydb/mayfly"
 	"github.com/mayflydb/mayfly/internal/s3test"
+	"github.com/mayflydb/mayfly/sstable"
 )
 
 var (
@@ -35,11 +36,11 @@ var configs = []config{
 		// Memtables rotate every few dozen writes; blocks hold one or two rows.
 		o.MemtableSize = 16 << 10
 		o.BlockSize = 64
-		o.NoCompression = true
+		o.Compression = sstable.NoCompression
 	}},
 	{name: "nofilter-nocache", opts: func(o *mayfly.Options) {
-		o.BloomBitsPerKey = -1
-		o.BlockCacheSize = -1
+		o.DisableBloomFilters = true
+		o.DisableBlockCache = true
 		o.MemtableSize = 64 << 10
 	}},
 	{name: "levels", opts: func(o *mayfly.Options) {

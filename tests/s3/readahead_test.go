@@ -58,11 +58,12 @@ type scanResult struct {
 	elapsed   time.Duration
 }
 
-// scanDB opens loc read-only with read-ahead set to readAhead, with a cold
+// scanDB opens loc read-only with read-ahead set to readAhead (0: the
+// default; negative: DisableReadAhead), with a cold
 // block cache, and scans every row; it counts only the scan's requests.
 func scanDB(tb testing.TB, loc string, readAhead int) scanResult {
 	tb.Helper()
-	db := open(tb, loc, &mayfly.Options{Clock: manual(), ReadOnly: true, ReadAheadSize: readAhead})
+	db := open(tb, loc, &mayfly.Options{Clock: manual(), ReadOnly: true, ReadAheadSize: max(readAhead, 0), DisableReadAhead: readAhead < 0})
 	defer db.Close()
 	before := db.Metrics().Storage
 	start := time.Now()

@@ -65,7 +65,7 @@ func putSynced(tb testing.TB, db *mayfly.DB, prefix string, from, to int) {
 // period, for a test in which the first writer "crashes" (it is abandoned,
 // not closed, as S3 has no lock) and a second one takes over.
 func zombieOpts() *mayfly.Options {
-	return &mayfly.Options{Clock: manual(), ObsoleteFileGracePeriod: -1}
+	return &mayfly.Options{Clock: manual(), DisableObsoleteFileGrace: true}
 }
 
 // segNum parses "wal/NNNNNN.wal".
