@@ -125,9 +125,8 @@ type DB struct {
 	// closeCtx is cancelled by Close, ending running compactions early.
 	closeCtx     context.Context
 	closeCancel  context.CancelFunc
-	followPolls  uint64  // guarded by manifestMu
-	tail         walTail // a read-only handle's WAL position; guarded by manifestMu
-	walGC        walGC   // a writer's collection of old WAL segments
+	follow       *follower // a read-only handle's state; nil for a writer
+	walGC        walGC     // a writer's collection of old WAL segments
 	graceMu      sync.Mutex
 	graceDeletes []graceDelete
 	// manualWG counts Compact/ReclaimExpired calls in progress; Close
@@ -211,6 +210,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	db.lock = lock
 	load := db.recover
 	if o.ReadOnly {
+		db.follow = newFollower(o)
 		load = db.openReadOnly
 	}
 	if err := load(); err != nil {
@@ -222,7 +222,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		db.publishReadState()
 		db.releaseMemtables()
 		db.mu.Unlock()
-		db.tail.release()
+		db.follow.release()
 		db.memPool.Close()
 		db.releaseVersion()
 		db.lock.Close()
@@ -299,7 +299,7 @@ func (db *DB) Close() error {
 	db.releaseVersion()
 	db.releaseMemtables()
 	db.mu.Unlock()
-	db.tail.release()
+	db.follow.release()
 	db.manifestMu.Unlock()
 	// Memtables an open iterator still holds free their chunks when it
 	// lets go; the pool keeps nothing past here.

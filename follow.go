@@ -9,6 +9,32 @@ import (
 	"github.com/mayflydb/mayfly/storage"
 )
 
+// follower is the state of a read-only handle (Options.ReadOnly), whether
+// it polls (Options.FollowInterval) or refreshes only when asked: where it
+// stands in the WAL and how often it has polled. DB.follow points to it
+// and is nil for a writer. Open fills it before the handle is shared;
+// after that manifestMu guards it (Close releases the tail under
+// manifestMu, once db.closed is set).
+type follower struct {
+	// withWAL reports whether the handle shows the rows of the WAL: with
+	// FollowWAL, or when it does not poll. A follower without FollowWAL
+	// sees flushed data only. Fixed at Open.
+	withWAL bool
+	polls   uint64  // background polls made (followLoop)
+	tail    walTail // the handle's position in the WAL
+}
+
+func newFollower(o *Options) *follower {
+	return &follower{withWAL: o.FollowWAL || o.FollowInterval <= 0}
+}
+
+// release drops the tail's memtables; f may be nil (a writer).
+func (f *follower) release() {
+	if f != nil {
+		f.tail.release()
+	}
+}
+
 // followListEvery is how many polls a follower makes between LISTs of the
 // manifest versions.
 const followListEvery = 10
@@ -25,8 +51,8 @@ func (db *DB) followLoop() {
 		case <-t.C:
 		}
 		db.manifestMu.Lock()
-		db.followPolls++
-		list := db.followPolls%followListEvery == 0
+		db.follow.polls++
+		list := db.follow.polls%followListEvery == 0
 		db.manifestMu.Unlock()
 		if _, err := db.refresh(list); err != nil {
 			db.log.Warn("mayfly: follower refresh failed; will retry", "err", err)
@@ -110,12 +136,15 @@ func (db *DB) Refresh() (bool, error) { return db.refresh(true) }
 // rows are in a newer manifest version), refreshes again, at most
 // readOnlyAttempts times.
 func (db *DB) refresh(list bool) (bool, error) {
+	if db.follow == nil {
+		return false, fmt.Errorf("%w: Refresh is for read-only handles", ErrInvalidOptions)
+	}
 	changed := false
 	for range readOnlyAttempts {
 		c, err := db.refreshOnce(list)
 		changed = changed || c
 		db.manifestMu.Lock()
-		lost := db.tail.forceList
+		lost := db.follow.tail.forceList
 		db.manifestMu.Unlock()
 		if err != nil || !lost {
 			return changed, err
@@ -126,9 +155,6 @@ func (db *DB) refresh(list bool) (bool, error) {
 }
 
 func (db *DB) refreshOnce(list bool) (bool, error) {
-	if !db.opts.ReadOnly {
-		return false, fmt.Errorf("%w: Refresh is for read-only handles", ErrInvalidOptions)
-	}
 	db.manifestMu.Lock()
 	defer db.manifestMu.Unlock()
 	// Close releases the tail's memtables under manifestMu once closed is
@@ -144,8 +170,8 @@ func (db *DB) refreshOnce(list bool) (bool, error) {
 	if err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return false, err
 	}
-	list = list || db.tail.forceList
-	db.tail.forceList = false
+	list = list || db.follow.tail.forceList
+	db.follow.tail.forceList = false
 	if !changed && list {
 		// The writer keeps only its newest versions: if it wrote several
 		// between two polls, the next number is already gone. A LIST now
@@ -156,7 +182,7 @@ func (db *DB) refreshOnce(list bool) (bool, error) {
 	}
 	// A follower without FollowWAL sees flushed data only; every other
 	// read-only handle saw the WAL at Open and keeps seeing it.
-	withWAL := db.opts.FollowWAL || db.opts.FollowInterval <= 0
+	withWAL := db.follow.withWAL
 	if !changed && !withWAL {
 		return false, nil
 	}
@@ -192,7 +218,7 @@ func (db *DB) refreshOnce(list bool) (bool, error) {
 	next := newVersion(levels)
 	db.mu.Lock()
 	db.current = next
-	db.setMemtables(db.newMemtable(0), db.tail.memtables())
+	db.setMemtables(db.newMemtable(0), db.follow.tail.memtables())
 	db.minLogNum = minLog
 	db.manifestNum = num
 	db.visibleSeq.Store(lastSeq)

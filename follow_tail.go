@@ -23,8 +23,8 @@ import (
 // above their segment: its tables then hold them. A segment that vanishes
 // from the listing (the writer flushed it, or a new writer collected it
 // after a takeover) keeps its rows until then, so the handle never stops
-// showing a row it has shown unless the writer lost it. Guarded by
-// manifestMu.
+// showing a row it has shown unless the writer lost it. Part of the
+// handle's follower state; guarded by manifestMu.
 type walTail struct {
 	segs []*tailSeg // by segment number
 	// forceList makes the next poll LIST the manifest versions: a segment
@@ -64,7 +64,7 @@ func (t *walTail) memtables() []*memtable.Memtable {
 // appended to the WAL since the last call. It reports whether the rows the
 // handle shows changed and the highest sequence number replayed.
 func (db *DB) tailWAL(minLog, lastSeq uint64) (bool, uint64, error) {
-	t := &db.tail
+	t := &db.follow.tail
 	changed := false
 	t.segs = slices.DeleteFunc(t.segs, func(s *tailSeg) bool {
 		drop := s.num < minLog

@@ -39,7 +39,7 @@ var errNoDatabase = fmt.Errorf("no Mayfly database here (no manifest version, ta
 // listed was gone when it read them: the writer has written newer ones.
 var errManifestMoved = errors.New("mayfly: the manifest versions changed while being read")
 
-// openReadOnly is recover for a read-only handle: it loads the newest
+// openReadOnly is Open for a read-only handle: it loads the newest
 // manifest version, its tables and the WAL, and starts over while the
 // writer replaced that version meanwhile (a table or WAL segment the
 // loaded version needed may be gone, or rows may have moved from a WAL
@@ -48,7 +48,7 @@ func (db *DB) openReadOnly() error {
 	var err error
 	for range readOnlyAttempts {
 		db.manifestNum = 0
-		err = db.recover()
+		err = db.loadReadOnly()
 		loaded := db.manifestNum
 		if err != nil && !errors.Is(err, errManifestMoved) && loaded == 0 {
 			return err // failed before a version was loaded: not a race
@@ -66,6 +66,34 @@ func (db *DB) openReadOnly() error {
 	// report it without wrapping it (no ErrCorruption).
 	return fmt.Errorf("mayfly: read-only open: the writer replaced the manifest %d times while it was read (last: %v)",
 		readOnlyAttempts, err)
+}
+
+// loadReadOnly is one attempt of openReadOnly: it loads the newest
+// manifest version and its tables (the stage a writer's Open starts with,
+// open_version.go) and, unless the handle is a follower without
+// FollowWAL, replays the WAL into its tail (follow_tail.go), which later
+// polls continue from. It allocates no file number, and manifestNum stays
+// the version it loaded (Refresh and openReadOnly look above it).
+func (db *DB) loadReadOnly() error {
+	st, num, err := db.loadVersion()
+	if err != nil {
+		return err
+	}
+	if _, err := db.unflushedSegments(st, num); err != nil {
+		return err
+	}
+	db.visibleSeq.Store(db.lastSeq)
+	if db.follow.withWAL {
+		_, lastSeq, err := db.tailWAL(db.minLogNum, db.lastSeq)
+		if err != nil {
+			return err
+		}
+		db.lastSeq = lastSeq
+		db.visibleSeq.Store(lastSeq)
+	}
+	db.setMemtables(db.newMemtable(0), db.follow.tail.memtables())
+	db.publishReadState()
+	return nil
 }
 
 // newerManifest reports whether a manifest version above v exists.
@@ -91,8 +119,8 @@ func (db *DB) resetReadOnly() {
 	db.releaseMemtables()
 	db.releaseVersion()
 	db.mu.Unlock()
-	db.tail.release()
-	db.tail.forceList = false
+	db.follow.tail.release()
+	db.follow.tail.forceList = false
 }
 
 // checkDatabase is called by a read-only open that found no manifest

@@ -41,7 +41,7 @@ func openTableObject(s storage.Storage, name, display string) (*sstable.Reader, 
 	return r, nil
 }
 
-// Object names, as the engine spells them (see recover.go).
+// Object names, as the engine spells them (see names.go).
 func tableName(num uint64) string { return fmt.Sprintf("sst/%06d.sst", num) }
 func logName(num uint64) string   { return fmt.Sprintf("wal/%06d.wal", num) }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// The engine finds RemoveTemps by this method set (recover.go).
+// The engine finds RemoveTemps by this method set (scanFileNumbers, open_version.go).
 var _ interface{ RemoveTemps(dir string) error } = (*Store)(nil)
 
 // startUpload begins a multipart upload of name with one 5 MiB part, as a

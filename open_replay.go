@@ -5,8 +5,63 @@ import (
 	"fmt"
 
 	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/memtable"
 	"github.com/mayflydb/mayfly/wal"
 )
+
+// The second stage of a writer's Open: replay the WAL segments the loaded
+// manifest version does not cover into memtables, which the third stage
+// (open_flush.go) writes out as tables. A read-only handle replays the WAL
+// through its tail instead (follow_tail.go), which later polls continue.
+
+// replayWAL replays segs into new memtables of at most
+// Options.MemtableSize each, oldest first, raising lastSeq past every row
+// and the clock past every commit. The memtables are unpublished and the
+// caller owns one reference on each; on error none is returned.
+func (db *DB) replayWAL(segs []uint64) ([]*memtable.Memtable, error) {
+	mem := db.newMemtable(0)
+	var recovered []*memtable.Memtable
+	err := db.replayLogs(segs, func(payload []byte) error {
+		br, err := format.NewBatchReader(payload)
+		if err != nil {
+			return err
+		}
+		h := br.Header()
+		db.clock.Observe(h.CommitTS)
+		if h.Count == 0 {
+			return nil
+		}
+		if err := mem.ApplyBatch(payload); err != nil {
+			return err
+		}
+		db.lastSeq = max(db.lastSeq, h.Seq+uint64(h.Count)-1)
+		if mem.Size() >= db.opts.MemtableSize {
+			recovered = append(recovered, mem)
+			mem = db.newMemtable(0)
+		}
+		return nil
+	})
+	if err == nil && !mem.Empty() {
+		recovered, mem = append(recovered, mem), nil
+	}
+	if mem != nil {
+		mem.Unref()
+	}
+	if err != nil {
+		unrefAll(recovered)
+		return nil, err
+	}
+	return recovered, nil
+}
+
+// unrefAll drops one reference on each non-nil memtable of ms.
+func unrefAll(ms []*memtable.Memtable) {
+	for _, m := range ms {
+		if m != nil {
+			m.Unref()
+		}
+	}
+}
 
 // replayLogs replays the WAL segments segs, in order, passing the payload
 // of each intact record to apply, and handles where a replay stopped
