@@ -110,11 +110,11 @@ func (db *DB) scheduleCompactions(g *errgroup.Group) {
 			db.mu.Unlock()
 			return
 		}
-		db.startPick(p)
+		j := db.startPick(p)
 		db.mu.Unlock()
 		g.Go(func() error {
-			err := db.runPick(db.closeCtx, p, env.Now)
-			db.finishPick(p, err)
+			err := db.runPick(db.closeCtx, j, env.Now)
+			db.finishPick(j, err)
 			db.kickCompaction()
 			return nil
 		})
@@ -166,24 +166,53 @@ func (db *DB) WaitForCompactions(ctx context.Context) error {
 	}
 }
 
-// startPick marks a pick's tables as being compacted. Caller holds db.mu.
-func (db *DB) startPick(p *compaction.Pick) {
-	for _, t := range p.Tables() {
-		t.Compacting = true
+// compactionJob is a pick together with the engine's tables it names:
+// inputs[i] holds the tableFiles of Pick.Inputs[i], in the same order.
+type compactionJob struct {
+	*compaction.Pick
+	inputs [][]*tableFile
+}
+
+// tables returns every input table.
+func (j *compactionJob) tables() []*tableFile {
+	var out []*tableFile
+	for _, in := range j.inputs {
+		out = append(out, in...)
+	}
+	return out
+}
+
+// startPick maps a pick of db.pickerLevels() back to the current version's
+// tables and marks them as being compacted. Caller holds db.mu, and has held
+// it since the pick was made, so every table it names is in db.current at
+// the level its input gives.
+func (db *DB) startPick(p *compaction.Pick) *compactionJob {
+	j := &compactionJob{Pick: p, inputs: make([][]*tableFile, len(p.Inputs))}
+	for i, in := range p.Inputs {
+		lvl := db.current.levels[in.Level]
+		for _, pt := range in.Tables {
+			k := slices.IndexFunc(lvl, func(t *tableFile) bool { return t.Meta == pt.Meta })
+			if k < 0 {
+				panic(fmt.Sprintf("mayfly: picked table %d is not in level %d of the current version", pt.Meta.Num, in.Level))
+			}
+			lvl[k].compacting = true
+			j.inputs[i] = append(j.inputs[i], lvl[k])
+		}
 	}
 	db.running = append(db.running, compaction.InProgress{OutputLevel: p.OutputLevel, Lo: p.Lo, Hi: p.Hi})
 	db.runningCompactions++
 	if p.Kind == compaction.KindLevel || p.Kind == compaction.KindMove {
 		l := p.Inputs[0].Level
-		db.cursor[l] = p.Inputs[0].Tables[0].Largest
+		db.cursor[l] = p.Inputs[0].Tables[0].Meta.LargestUserKey()
 	}
+	return j
 }
 
 // finishPick undoes startPick and records a failure.
-func (db *DB) finishPick(p *compaction.Pick, err error) {
+func (db *DB) finishPick(p *compactionJob, err error) {
 	db.mu.Lock()
-	for _, t := range p.Tables() {
-		t.Compacting = false
+	for _, t := range p.tables() {
+		t.compacting = false
 	}
 	for i, r := range db.running {
 		if r.OutputLevel == p.OutputLevel && bytes.Equal(r.Lo, p.Lo) && bytes.Equal(r.Hi, p.Hi) {
@@ -199,14 +228,17 @@ func (db *DB) finishPick(p *compaction.Pick, err error) {
 	}
 }
 
-// pickerLevels presents the current version to the picker. Caller holds
-// db.mu.
+// pickerLevels presents the current version to the picker: each table's
+// manifest entry and compacting flag, level by level in the version's
+// order. Caller holds db.mu.
 func (db *DB) pickerLevels() *compaction.Levels {
 	var lv compaction.Levels
 	for l, lvl := range db.current.levels {
+		views := make([]compaction.Table, len(lvl))
 		lv[l] = make([]*compaction.Table, len(lvl))
 		for i, t := range lvl {
-			lv[l][i] = &t.Table
+			views[i] = compaction.Table{Meta: t.Meta, Compacting: t.compacting}
+			lv[l][i] = &views[i]
 		}
 	}
 	return &lv
@@ -272,21 +304,11 @@ func (db *DB) snapshotSeqs() []uint64 {
 	return seqs
 }
 
-// tablesOfPick maps the pick's tables back to the engine's tableFiles.
-func (db *DB) tablesOfPick(p *compaction.Pick) []*tableFile {
-	all := p.Tables()
-	out := make([]*tableFile, len(all))
-	for i, t := range all {
-		out[i] = t.Handle.(*tableFile)
-	}
-	return out
-}
-
 // runPick executes a compaction. now is the compaction clock it was picked
 // at.
-func (db *DB) runPick(ctx context.Context, p *compaction.Pick, now int64) (err error) {
+func (db *DB) runPick(ctx context.Context, j *compactionJob, now int64) (err error) {
 	start := time.Now()
-	inputs := db.tablesOfPick(p)
+	p, inputs := j.Pick, j.tables()
 	info := CompactionInfo{Kind: p.Kind.String(), OutputLevel: p.OutputLevel, Bottom: p.Bottom, InputTables: len(inputs)}
 	ev := db.opts.EventListener
 	ev.compactionBegin(info)
@@ -329,7 +351,7 @@ func (db *DB) runPick(ctx context.Context, p *compaction.Pick, now int64) (err e
 	for _, t := range inputs {
 		inBytes += t.Meta.Size
 	}
-	m := merge.New(compactionIters(p)...)
+	m := merge.New(compactionIters(j)...)
 	defer m.Close()
 	db.mu.Lock()
 	seqs := db.snapshotSeqs()
@@ -418,10 +440,10 @@ func (db *DB) runManual(ctx context.Context, pick func(*compaction.Levels, *comp
 		db.mu.Unlock()
 		return nil
 	}
-	db.startPick(p)
+	j := db.startPick(p)
 	db.mu.Unlock()
-	err := db.runPick(ctx, p, env.Now)
-	db.finishPickManual(p)
+	err := db.runPick(ctx, j, env.Now)
+	db.finishPickManual(j)
 	db.kickCompaction()
 	if err != nil && db.closeCtx.Err() != nil {
 		return ErrClosed
@@ -429,8 +451,8 @@ func (db *DB) runManual(ctx context.Context, pick func(*compaction.Levels, *comp
 	return err
 }
 
-func (db *DB) finishPickManual(p *compaction.Pick) {
-	db.finishPick(p, nil)
+func (db *DB) finishPickManual(j *compactionJob) {
+	db.finishPick(j, nil)
 	db.mu.Lock()
 	db.manualCompactions--
 	db.cond.Broadcast()
@@ -587,7 +609,7 @@ func (c *ctxIterator) Error() error {
 	return c.Iterator.Error()
 }
 
-// compactionIters returns the iterators a compaction of p merges: one per
+// compactionIters returns the iterators a compaction of j merges: one per
 // level-0 table, and one levelIter per input of a sorted level, which opens
 // its tables one at a time.
 //
@@ -598,13 +620,10 @@ func (c *ctxIterator) Error() error {
 // overlapping tables would hold all their index copies for its whole run; a
 // levelIter holds those of the table it reads, and frees each when it moves
 // past it (RFC 0004, "Reading the inputs").
-func compactionIters(p *compaction.Pick) []format.Iterator {
+func compactionIters(j *compactionJob) []format.Iterator {
 	var iters []format.Iterator
-	for _, in := range p.Inputs {
-		tables := make([]*tableFile, len(in.Tables))
-		for i, t := range in.Tables {
-			tables[i] = t.Handle.(*tableFile)
-		}
+	for i, in := range j.Inputs {
+		tables := j.inputs[i]
 		if in.Level > 0 && len(tables) > 1 && sortedDisjoint(tables) {
 			l := newLevelIter(tables, nil, nil)
 			l.compaction = true
@@ -623,7 +642,7 @@ func compactionIters(p *compaction.Pick) []format.Iterator {
 // whose are not is merged table by table.
 func sortedDisjoint(tables []*tableFile) bool {
 	for i := 1; i < len(tables); i++ {
-		if bytes.Compare(tables[i-1].Largest, tables[i].Smallest) >= 0 {
+		if bytes.Compare(tables[i-1].Meta.LargestUserKey(), tables[i].Meta.SmallestUserKey()) >= 0 {
 			return false
 		}
 	}

@@ -453,9 +453,9 @@ func TestCompactionItersOpenSortedLevelLazily(t *testing.T) {
 	}
 	in := compaction.Input{Level: level}
 	for _, tf := range sorted {
-		in.Tables = append(in.Tables, &compaction.Table{Meta: tf.Meta, Handle: tf})
+		in.Tables = append(in.Tables, &compaction.Table{Meta: tf.Meta})
 	}
-	p := &compaction.Pick{Inputs: []compaction.Input{in}, OutputLevel: level}
+	p := &compactionJob{Pick: &compaction.Pick{Inputs: []compaction.Input{in}, OutputLevel: level}, inputs: [][]*tableFile{sorted}}
 
 	before := manual.PurposeBytes()[manual.PurposeIndexBlock]
 	iters := compactionIters(p)

@@ -142,7 +142,7 @@ func (db *DB) find(rs *readState, key []byte, seq uint64) (format.Row, sstable.B
 	var buf [maxProbedTables]*tableFile
 	cands := buf[:0]
 	for _, t := range rs.v.levels[0] {
-		if t.Meta.SmallestSeq > seq || !t.Overlaps(key, key) {
+		if t.Meta.SmallestSeq > seq || !t.Meta.Overlaps(key, key) {
 			continue
 		}
 		cands = append(cands, t)

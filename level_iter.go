@@ -61,10 +61,10 @@ var _ format.Iterator = (*levelIter)(nil)
 func tablesInBounds(tables []*tableFile, lower, upper []byte) []*tableFile {
 	lo, hi := 0, len(tables)
 	if lower != nil {
-		lo = sort.Search(len(tables), func(i int) bool { return bytes.Compare(tables[i].Largest, lower) >= 0 })
+		lo = sort.Search(len(tables), func(i int) bool { return bytes.Compare(tables[i].Meta.LargestUserKey(), lower) >= 0 })
 	}
 	if upper != nil {
-		hi = sort.Search(len(tables), func(i int) bool { return bytes.Compare(tables[i].Smallest, upper) >= 0 })
+		hi = sort.Search(len(tables), func(i int) bool { return bytes.Compare(tables[i].Meta.SmallestUserKey(), upper) >= 0 })
 	}
 	if lo >= hi {
 		return nil
@@ -74,8 +74,8 @@ func tablesInBounds(tables []*tableFile, lower, upper []byte) []*tableFile {
 
 // inBounds reports whether table t may hold a user key in [lower, upper).
 func inBounds(t *tableFile, lower, upper []byte) bool {
-	return (lower == nil || bytes.Compare(t.Largest, lower) >= 0) &&
-		(upper == nil || bytes.Compare(t.Smallest, upper) < 0)
+	return (lower == nil || bytes.Compare(t.Meta.LargestUserKey(), lower) >= 0) &&
+		(upper == nil || bytes.Compare(t.Meta.SmallestUserKey(), upper) < 0)
 }
 
 // newLevelIter returns an unpositioned iterator over tables, which must be
@@ -162,7 +162,7 @@ func (l *levelIter) SeekGE(key []byte) bool {
 	}
 	// The first table whose largest key is >= key holds the answer (or,
 	// if it has no such row, a following table does).
-	i := sort.Search(len(l.tables), func(i int) bool { return bytes.Compare(l.tables[i].Largest, key) >= 0 })
+	i := sort.Search(len(l.tables), func(i int) bool { return bytes.Compare(l.tables[i].Meta.LargestUserKey(), key) >= 0 })
 	if i == len(l.tables) {
 		return l.exhausted(levelAfter)
 	}
@@ -180,7 +180,7 @@ func (l *levelIter) SeekLT(key []byte) bool {
 		return l.exhausted(levelBefore)
 	}
 	// The last table whose smallest key is < key holds the answer.
-	i := sort.Search(len(l.tables), func(i int) bool { return bytes.Compare(l.tables[i].Smallest, key) >= 0 }) - 1
+	i := sort.Search(len(l.tables), func(i int) bool { return bytes.Compare(l.tables[i].Meta.SmallestUserKey(), key) >= 0 }) - 1
 	if i < 0 {
 		return l.exhausted(levelBefore)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/manifest"
 	"github.com/mayflydb/mayfly/sstable"
 )
 
@@ -75,12 +76,15 @@ func buildLevel(t testing.TB, specs []spec) *testLevel {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tf := &tableFile{reader: r}
+		m := &manifest.FileMeta{}
 		if len(s.rows) == 0 {
-			tf.Smallest, tf.Largest = []byte(s.empty), []byte(s.empty)
+			k := format.AppendInternalKey(nil, &format.Row{Key: []byte(s.empty)})
+			m.Smallest, m.Largest = k, k
 		} else {
-			tf.Smallest, tf.Largest = s.rows[0].Key, s.rows[len(s.rows)-1].Key
+			m.Smallest = format.AppendInternalKey(nil, &s.rows[0])
+			m.Largest = format.AppendInternalKey(nil, &s.rows[len(s.rows)-1])
 		}
+		tf := &tableFile{Meta: m, reader: r}
 		l.tables = append(l.tables, tf)
 		l.files = append(l.files, f)
 	}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync/atomic"
 
-	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/manifest"
 	"github.com/mayflydb/mayfly/sstable"
@@ -17,13 +16,15 @@ import (
 // the reader closes, and the file is deleted if no version will ever list it
 // again (obsolete).
 type tableFile struct {
-	// Table holds the manifest entry, the user-key bounds and the
-	// Compacting flag (guarded by DB.mu) that the picker reads.
-	compaction.Table
-	db       *DB
-	reader   *sstable.Reader
-	refs     atomic.Int32
-	obsolete atomic.Bool
+	// Meta is the manifest entry: key bounds and statistics.
+	Meta *manifest.FileMeta
+	// compacting is set while a compaction reads the table; guarded by
+	// DB.mu. The picker sees it as compaction.Table.Compacting.
+	compacting bool
+	db         *DB
+	reader     *sstable.Reader
+	refs       atomic.Int32
+	obsolete   atomic.Bool
 }
 
 func (t *tableFile) ref() { t.refs.Add(1) }
@@ -38,18 +39,17 @@ func (t *tableFile) unref() {
 	}
 }
 
+// newTableFile wraps reader r of the table meta describes. It refuses
+// bounds that are not internal keys, which the read path and the picker
+// take the user keys of.
 func newTableFile(db *DB, meta *manifest.FileMeta, r *sstable.Reader) (*tableFile, error) {
-	t := &tableFile{db: db, reader: r}
-	t.Meta = meta
-	t.Handle = t
-	var ok bool
-	if t.Smallest, _, _, ok = format.SplitInternalKey(meta.Smallest); !ok {
+	if _, _, _, ok := format.SplitInternalKey(meta.Smallest); !ok {
 		return nil, fmt.Errorf("%w: manifest entry for table %d has a bad smallest key", ErrCorruption, meta.Num)
 	}
-	if t.Largest, _, _, ok = format.SplitInternalKey(meta.Largest); !ok {
+	if _, _, _, ok := format.SplitInternalKey(meta.Largest); !ok {
 		return nil, fmt.Errorf("%w: manifest entry for table %d has a bad largest key", ErrCorruption, meta.Num)
 	}
-	return t, nil
+	return &tableFile{Meta: meta, db: db, reader: r}, nil
 }
 
 // version is an immutable set of live tables per level. Level 0 is ordered
@@ -85,7 +85,7 @@ func sortLevels(levels *[manifest.NumLevels][]*tableFile) {
 		return 0
 	})
 	for l := 1; l < manifest.NumLevels; l++ {
-		slices.SortFunc(levels[l], func(a, b *tableFile) int { return bytes.Compare(a.Smallest, b.Smallest) })
+		slices.SortFunc(levels[l], func(a, b *tableFile) int { return bytes.Compare(a.Meta.SmallestUserKey(), b.Meta.SmallestUserKey()) })
 	}
 }
 
@@ -115,9 +115,9 @@ func (v *version) files() []*tableFile {
 func (v *version) findInLevel(l int, ukey []byte) *tableFile {
 	files := v.levels[l]
 	i, _ := slices.BinarySearchFunc(files, ukey, func(t *tableFile, k []byte) int {
-		return bytes.Compare(t.Largest, k)
+		return bytes.Compare(t.Meta.LargestUserKey(), k)
 	})
-	if i < len(files) && bytes.Compare(files[i].Smallest, ukey) <= 0 {
+	if i < len(files) && bytes.Compare(files[i].Meta.SmallestUserKey(), ukey) <= 0 {
 		return files[i]
 	}
 	return nil

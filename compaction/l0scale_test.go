@@ -15,7 +15,7 @@ func shortLivedL0(n int, now, gap, ttl int64) []*Table {
 		c := now - int64(i)*gap
 		m := &manifest.FileMeta{Num: uint64(n - i), Size: 1 << 20, NumRows: 100, NumTTLRows: 100, TTLBytes: 1 << 20,
 			CreationTime: c, MinExpireTS: c + ttl - 1000, MaxExpireTS: c + ttl}
-		ts[i] = &Table{Meta: m, Smallest: []byte("a"), Largest: []byte("z")}
+		ts[i] = &Table{Meta: withKeys(m, "a", "z")}
 	}
 	return ts
 }

@@ -96,8 +96,8 @@ func pickL0Move(v *Levels, o *PickerOptions, base int, env *Env) *Pick {
 	var move []*Table
 	l0 := v[0]
 	for i, t := range l0 {
-		if anyOverlap(l0[:i], t.Smallest, t.Largest) || anyOverlap(l0[i+1:], t.Smallest, t.Largest) ||
-			anyOverlap(v[base], t.Smallest, t.Largest) {
+		lo, hi := t.Meta.SmallestUserKey(), t.Meta.LargestUserKey()
+		if anyOverlap(l0[:i], lo, hi) || anyOverlap(l0[i+1:], lo, hi) || anyOverlap(v[base], lo, hi) {
 			continue
 		}
 		if ExpiredBytes(t.Meta, env.Now) > 0 && !shortLived(t.Meta, o) {
@@ -121,7 +121,7 @@ func pickLevel(v *Levels, l int, env *Env) *Pick {
 	start := 0
 	if env.Cursor != nil && env.Cursor[l] != nil {
 		start, _ = slices.BinarySearchFunc(files, env.Cursor[l], func(t *Table, k []byte) int {
-			if bytes.Compare(t.Smallest, k) <= 0 {
+			if bytes.Compare(t.Meta.SmallestUserKey(), k) <= 0 {
 				return -1
 			}
 			return 1
@@ -132,7 +132,7 @@ func pickLevel(v *Levels, l int, env *Env) *Pick {
 		if t.Compacting {
 			continue
 		}
-		over := overlapping(v[l+1], t.Smallest, t.Largest)
+		over := overlapping(v[l+1], t.Meta.SmallestUserKey(), t.Meta.LargestUserKey())
 		if anyCompacting(over) {
 			continue
 		}
@@ -159,10 +159,11 @@ func PickDrops(v *Levels, env *Env) *Pick {
 			if t.Compacting || !AllExpired(t.Meta, env.Now) {
 				continue
 			}
-			if l == 0 && anyOverlap(v[0][i+1:], t.Smallest, t.Largest) {
+			lo, hi := t.Meta.SmallestUserKey(), t.Meta.LargestUserKey()
+			if l == 0 && anyOverlap(v[0][i+1:], lo, hi) {
 				continue // an older L0 table may hold older versions
 			}
-			if !nothingBelow(v, l, t.Smallest, t.Largest) {
+			if !nothingBelow(v, l, lo, hi) {
 				continue
 			}
 			tables = append(tables, t)
@@ -234,7 +235,7 @@ func pickExpired(v *Levels, o *PickerOptions, env *Env) *Pick {
 	case bestLevel == Bottom:
 		return finish(v, &Pick{Kind: KindExpired, Inputs: []Input{{Level: Bottom, Tables: []*Table{best}}}, OutputLevel: Bottom}, env)
 	}
-	over := overlapping(v[bestLevel+1], best.Smallest, best.Largest)
+	over := overlapping(v[bestLevel+1], best.Meta.SmallestUserKey(), best.Meta.LargestUserKey())
 	if anyCompacting(over) {
 		return nil
 	}
@@ -257,7 +258,7 @@ func pickExpired(v *Levels, o *PickerOptions, env *Env) *Pick {
 func awaitsDrop(v *Levels, l int, t *Table, o *PickerOptions) bool {
 	m := t.Meta
 	return o.PeriodicIntervalMillis > 0 && m.NumRows > 0 && m.NumTTLRows == m.NumRows &&
-		m.MaxExpireTS-m.MinExpireTS <= o.PeriodicIntervalMillis && nothingBelow(v, l, t.Smallest, t.Largest)
+		m.MaxExpireTS-m.MinExpireTS <= o.PeriodicIntervalMillis && nothingBelow(v, l, t.Meta.SmallestUserKey(), t.Meta.LargestUserKey())
 }
 
 // pickPeriodic compacts to the bottom the due table whose reclaimable data
@@ -315,7 +316,7 @@ func pickPeriodic(v *Levels, o *PickerOptions, env *Env) *Pick {
 // range, widened until stable. For a level-0 table all overlapping level-0
 // tables join too. Nil if a needed table is being compacted.
 func ToBottom(v *Levels, level int, t *Table, env *Env) *Pick {
-	lo, hi := t.Smallest, t.Largest
+	lo, hi := t.Meta.SmallestUserKey(), t.Meta.LargestUserKey()
 	from := level + 1
 	if level == 0 {
 		from = 0
@@ -413,7 +414,7 @@ func nothingBelow(v *Levels, l int, lo, hi []byte) bool {
 func overlapping(tables []*Table, lo, hi []byte) []*Table {
 	var out []*Table
 	for _, t := range tables {
-		if t.Overlaps(lo, hi) {
+		if t.Meta.Overlaps(lo, hi) {
 			out = append(out, t)
 		}
 	}
@@ -436,7 +437,7 @@ func OverlapThrough(v *Levels, last int, lo, hi []byte) bool {
 
 func anyOverlap(tables []*Table, lo, hi []byte) bool {
 	for _, t := range tables {
-		if t.Overlaps(lo, hi) {
+		if t.Meta.Overlaps(lo, hi) {
 			return true
 		}
 	}
@@ -454,11 +455,11 @@ func anyCompacting(tables []*Table) bool {
 
 func keyRange(tables []*Table) (lo, hi []byte) {
 	for i, t := range tables {
-		if i == 0 || bytes.Compare(t.Smallest, lo) < 0 {
-			lo = t.Smallest
+		if s := t.Meta.SmallestUserKey(); i == 0 || bytes.Compare(s, lo) < 0 {
+			lo = s
 		}
-		if i == 0 || bytes.Compare(t.Largest, hi) > 0 {
-			hi = t.Largest
+		if l := t.Meta.LargestUserKey(); i == 0 || bytes.Compare(l, hi) > 0 {
+			hi = l
 		}
 	}
 	return lo, hi

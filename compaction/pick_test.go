@@ -4,15 +4,22 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/manifest"
 )
 
 func ttlTable(num uint64, lo, hi string, rows, ttlRows uint64, minExp, maxExp int64) *Table {
 	return &Table{
-		Meta: &manifest.FileMeta{Num: num, Size: 1000, NumRows: rows, NumTTLRows: ttlRows, TTLBytes: 1000 * ttlRows / rows,
-			MinExpireTS: minExp, MaxExpireTS: maxExp},
-		Smallest: []byte(lo), Largest: []byte(hi),
+		Meta: withKeys(&manifest.FileMeta{Num: num, Size: 1000, NumRows: rows, NumTTLRows: ttlRows, TTLBytes: 1000 * ttlRows / rows,
+			MinExpireTS: minExp, MaxExpireTS: maxExp}, lo, hi),
 	}
+}
+
+// withKeys sets m's key bounds to user keys lo and hi and returns m.
+func withKeys(m *manifest.FileMeta, lo, hi string) *manifest.FileMeta {
+	m.Smallest = format.AppendInternalKey(nil, &format.Row{Key: []byte(lo), Seq: 2})
+	m.Largest = format.AppendInternalKey(nil, &format.Row{Key: []byte(hi), Seq: 1})
+	return m
 }
 
 var testPickerOpts = PickerOptions{L0CompactionThreshold: 4, LBaseMaxBytes: 1 << 20, LevelSizeRatio: 10,
@@ -87,7 +94,7 @@ func TestL0ByteScore(t *testing.T) {
 			m.NumTTLRows, m.TTLBytes = 1000, 600<<10
 			m.MinExpireTS, m.MaxExpireTS = now+life/2, now+life
 		}
-		return &Table{Meta: m, Smallest: []byte("a"), Largest: []byte("z")}
+		return &Table{Meta: withKeys(m, "a", "z")}
 	}
 	env := &Env{Now: now}
 	cases := []struct {
@@ -139,7 +146,7 @@ func TestL0FileCountShortLived(t *testing.T) {
 		if !short {
 			m.MinExpireTS, m.MaxExpireTS = now+2_000, now+7_200_000
 		}
-		return &Table{Meta: m, Smallest: []byte("a"), Largest: []byte("z")}
+		return &Table{Meta: withKeys(m, "a", "z")}
 	}
 	level0 := func(short, long int) []*Table {
 		var ts []*Table
@@ -233,8 +240,7 @@ func TestPickL0Move(t *testing.T) {
 	const now = 10_000_000
 	o := testPickerOpts // threshold 4
 	tbl := func(num uint64, lo, hi string) *Table {
-		return &Table{Meta: &manifest.FileMeta{Num: num, Size: 1000, NumRows: 10, CreationTime: now},
-			Smallest: []byte(lo), Largest: []byte(hi)}
+		return &Table{Meta: withKeys(&manifest.FileMeta{Num: num, Size: 1000, NumRows: 10, CreationTime: now}, lo, hi)}
 	}
 	nums := func(ts []*Table) []uint64 {
 		var out []uint64
@@ -294,7 +300,7 @@ func TestPickL0Move(t *testing.T) {
 	ttl := func(num uint64, lo, hi string, maxExp int64) *Table {
 		m := &manifest.FileMeta{Num: num, Size: 1000, NumRows: 10, NumTTLRows: 10, TTLBytes: 1000,
 			CreationTime: now - 2_000, MinExpireTS: now - 1_000, MaxExpireTS: maxExp}
-		return &Table{Meta: m, Smallest: []byte(lo), Largest: []byte(hi)}
+		return &Table{Meta: withKeys(m, lo, hi)}
 	}
 	long, short := ttl(2, "c", "d", now+2_000_000), ttl(1, "a", "b", now+1_000)
 	long.Meta.CreationTime = now - 2_000_000 // expiries over an hour after creation

@@ -1,7 +1,6 @@
 package compaction
 
 import (
-	"bytes"
 	"math"
 
 	"github.com/mayflydb/mayfly/manifest"
@@ -13,23 +12,14 @@ const NumLevels = manifest.NumLevels
 // Bottom is the index of the bottom level.
 const Bottom = NumLevels - 1
 
-// Table is what the picker knows of a live SSTable.
+// Table is what the picker knows of a live SSTable: its manifest entry,
+// which holds its key bounds and statistics, and whether a compaction is
+// reading it. A pick returns the Table values it was given, so the caller
+// recognises its tables by Meta (or the file number in it).
 type Table struct {
 	Meta *manifest.FileMeta
-	// Smallest and Largest are the user keys of Meta.Smallest/Largest.
-	Smallest, Largest []byte
 	// Compacting is set while a compaction reads the table.
 	Compacting bool
-	// Handle is the caller's own reference to the table; the picker does
-	// not look at it.
-	Handle any
-}
-
-// Overlaps reports whether the table's key range meets [lo, hi]; nil bounds
-// are open.
-func (t *Table) Overlaps(lo, hi []byte) bool {
-	return (hi == nil || bytes.Compare(t.Smallest, hi) <= 0) &&
-		(lo == nil || bytes.Compare(t.Largest, lo) >= 0)
 }
 
 // Levels is a version as the picker sees it: L0 newest first, other levels

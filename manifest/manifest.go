@@ -111,6 +111,31 @@ type FileMeta struct {
 	RowFeatures uint8
 }
 
+// SmallestUserKey returns the user key of Smallest: a subslice of it,
+// found in constant time without allocating (the user key is the internal
+// key less its fixed-size trailer). Smallest must be a well-formed internal
+// key, as State.Validate requires; for a shorter one it returns nil.
+func (f *FileMeta) SmallestUserKey() []byte { return userKey(f.Smallest) }
+
+// LargestUserKey returns the user key of Largest, as SmallestUserKey does
+// for Smallest.
+func (f *FileMeta) LargestUserKey() []byte { return userKey(f.Largest) }
+
+// Overlaps reports whether the file's user keys meet [lo, hi]; a nil bound
+// is open.
+func (f *FileMeta) Overlaps(lo, hi []byte) bool {
+	return (hi == nil || bytes.Compare(f.SmallestUserKey(), hi) <= 0) &&
+		(lo == nil || bytes.Compare(f.LargestUserKey(), lo) >= 0)
+}
+
+func userKey(ikey []byte) []byte {
+	n := len(ikey) - format.TrailerLen
+	if n < 0 {
+		return nil
+	}
+	return ikey[:n:n]
+}
+
 // State is the content of one manifest version.
 type State struct {
 	// Levels holds the live files of each level. L0 is stored in the order

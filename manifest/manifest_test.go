@@ -357,3 +357,50 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestFileMetaUserKeys: the user-key bounds are the internal keys less their
+// trailers, and Overlaps compares them with closed bounds, nil ones open.
+func TestFileMetaUserKeys(t *testing.T) {
+	f := testFile(1, "c", "f", 10)
+	if got := string(f.SmallestUserKey()); got != "c" {
+		t.Fatalf("SmallestUserKey = %q, want %q", got, "c")
+	}
+	if got := string(f.LargestUserKey()); got != "f" {
+		t.Fatalf("LargestUserKey = %q, want %q", got, "f")
+	}
+	if got := f.LargestUserKey(); cap(got) != len(got) {
+		t.Fatalf("LargestUserKey has spare capacity %d: an append would write over the trailer", cap(got)-len(got))
+	}
+	cases := []struct {
+		lo, hi string
+		nilLo  bool
+		nilHi  bool
+		want   bool
+	}{
+		{lo: "a", hi: "b", want: false},
+		{lo: "a", hi: "c", want: true},
+		{lo: "d", hi: "e", want: true},
+		{lo: "f", hi: "z", want: true},
+		{lo: "fa", hi: "z", want: false},
+		{lo: "a", hi: "bz", nilLo: true, want: false},
+		{lo: "a", hi: "c", nilLo: true, want: true},
+		{lo: "g", hi: "z", nilHi: true, want: false},
+		{lo: "f", hi: "z", nilHi: true, want: true},
+		{nilLo: true, nilHi: true, want: true},
+	}
+	for _, c := range cases {
+		lo, hi := []byte(c.lo), []byte(c.hi)
+		if c.nilLo {
+			lo = nil
+		}
+		if c.nilHi {
+			hi = nil
+		}
+		if got := f.Overlaps(lo, hi); got != c.want {
+			t.Errorf("[c, f].Overlaps(%q, %q) = %v, want %v", lo, hi, got, c.want)
+		}
+	}
+	if got := (&FileMeta{Smallest: []byte("short")}).SmallestUserKey(); got != nil {
+		t.Fatalf("SmallestUserKey of a key shorter than a trailer = %q, want nil", got)
+	}
+}
