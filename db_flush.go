@@ -283,25 +283,12 @@ func (db *DB) writeTables(ci *compaction.Iterator, splitAt int64) ([]*tableFile,
 	return out, nil
 }
 
+// metaFromProps returns the manifest entry of table num, whose properties
+// are p, produced at now. The key bounds are copied, so the entry shares
+// no memory with p.
 func metaFromProps(num uint64, p *sstable.Properties, now int64) *manifest.FileMeta {
-	return &manifest.FileMeta{
-		Num:            num,
-		Size:           p.Size,
-		Smallest:       append([]byte(nil), p.Smallest...),
-		Largest:        append([]byte(nil), p.Largest...),
-		SmallestSeq:    p.SmallestSeq,
-		LargestSeq:     p.LargestSeq,
-		CreationTime:   p.CreationTime,
-		CompactedTime:  now,
-		MinTS:          p.MinTS,
-		MaxTS:          p.MaxTS,
-		MinExpireTS:    p.MinExpireTS,
-		MaxExpireTS:    p.MaxExpireTS,
-		MinTombstoneTS: p.MinTombstoneTS,
-		NumRows:        p.NumRows,
-		NumTombstones:  p.NumTombstones,
-		NumTTLRows:     p.NumTTLRows,
-		TTLBytes:       p.TTLBytes,
-		RowFeatures:    p.RowFeatures,
-	}
+	m := &manifest.FileMeta{Num: num, TableStats: p.TableStats, CompactedTime: now}
+	m.Smallest = append([]byte(nil), p.Smallest...)
+	m.Largest = append([]byte(nil), p.Largest...)
+	return m
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/mayflydb/mayfly/clock"
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/memtable"
+	"github.com/mayflydb/mayfly/sstable"
 	"github.com/mayflydb/mayfly/storage"
 )
 
@@ -242,4 +244,36 @@ func processCPU() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// TestMetaFromProps: the manifest entry carries every statistic of the
+// properties, each set to a distinct value here, with key bounds that share
+// no memory with the properties'.
+func TestMetaFromProps(t *testing.T) {
+	var p sstable.Properties
+	v := reflect.ValueOf(&p.TableStats).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Uint64, reflect.Uint8:
+			f.SetUint(uint64(i + 1))
+		case reflect.Int64:
+			f.SetInt(-int64(i + 1))
+		case reflect.Slice:
+			f.SetBytes(format.AppendInternalKey(nil, &format.Row{Key: fmt.Appendf(nil, "k%d", i), Seq: uint64(i)}))
+		default:
+			t.Fatalf("field %s of kind %s: extend the test", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	m := metaFromProps(42, &p, 1234)
+	if m.Num != 42 || m.CompactedTime != 1234 {
+		t.Fatalf("Num %d, CompactedTime %d; want 42, 1234", m.Num, m.CompactedTime)
+	}
+	if !reflect.DeepEqual(m.TableStats, p.TableStats) {
+		t.Fatalf("entry statistics\n got %+v\nwant %+v", m.TableStats, p.TableStats)
+	}
+	p.Smallest[0], p.Largest[0] = 'x', 'x'
+	if m.Smallest[0] == 'x' || m.Largest[0] == 'x' {
+		t.Fatal("the entry's key bounds share memory with the properties")
+	}
 }

@@ -3,6 +3,7 @@ package compaction
 import (
 	"testing"
 
+	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/manifest"
 )
 
@@ -13,8 +14,8 @@ func shortLivedL0(n int, now, gap, ttl int64) []*Table {
 	ts := make([]*Table, n)
 	for i := range ts {
 		c := now - int64(i)*gap
-		m := &manifest.FileMeta{Num: uint64(n - i), Size: 1 << 20, NumRows: 100, NumTTLRows: 100, TTLBytes: 1 << 20,
-			CreationTime: c, MinExpireTS: c + ttl - 1000, MaxExpireTS: c + ttl}
+		m := &manifest.FileMeta{Num: uint64(n - i), TableStats: format.TableStats{Size: 1 << 20, NumRows: 100, NumTTLRows: 100, TTLBytes: 1 << 20,
+			CreationTime: c, MinExpireTS: c + ttl - 1000, MaxExpireTS: c + ttl}}
 		ts[i] = &Table{Meta: withKeys(m, "a", "z")}
 	}
 	return ts
@@ -121,7 +122,7 @@ func TestL0StallFiles(t *testing.T) {
 			census.Add(tb.Meta, &o)
 		}
 		for range c.long {
-			census.Add(&manifest.FileMeta{NumRows: 10, CreationTime: now}, &o)
+			census.Add(&manifest.FileMeta{TableStats: format.TableStats{NumRows: 10, CreationTime: now}}, &o)
 		}
 		if s, n := census.Scale(&o, now), census.StallFiles(&o, now); s != c.wantScale || n != c.wantN {
 			t.Errorf("memtable %d, %d short-lived + %d other files, TTL %d ms: scale %d, stall files %d; want %d, %d",

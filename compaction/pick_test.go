@@ -10,8 +10,8 @@ import (
 
 func ttlTable(num uint64, lo, hi string, rows, ttlRows uint64, minExp, maxExp int64) *Table {
 	return &Table{
-		Meta: withKeys(&manifest.FileMeta{Num: num, Size: 1000, NumRows: rows, NumTTLRows: ttlRows, TTLBytes: 1000 * ttlRows / rows,
-			MinExpireTS: minExp, MaxExpireTS: maxExp}, lo, hi),
+		Meta: withKeys(&manifest.FileMeta{Num: num, TableStats: format.TableStats{Size: 1000, NumRows: rows, NumTTLRows: ttlRows, TTLBytes: 1000 * ttlRows / rows,
+			MinExpireTS: minExp, MaxExpireTS: maxExp}}, lo, hi),
 	}
 }
 
@@ -89,7 +89,7 @@ func TestL0ByteScore(t *testing.T) {
 	const now = 10_000_000
 	o := testPickerOpts // LBaseMaxBytes 1 MiB, threshold 4, periodic 1 h
 	big := func(num uint64, ttl bool, life int64) *Table {
-		m := &manifest.FileMeta{Num: num, Size: 600 << 10, NumRows: 1000, CreationTime: now}
+		m := &manifest.FileMeta{Num: num, TableStats: format.TableStats{Size: 600 << 10, NumRows: 1000, CreationTime: now}}
 		if ttl {
 			m.NumTTLRows, m.TTLBytes = 1000, 600<<10
 			m.MinExpireTS, m.MaxExpireTS = now+life/2, now+life
@@ -141,8 +141,8 @@ func TestL0FileCountShortLived(t *testing.T) {
 		t.Fatalf("ShortLivedL0Limit = %d, want 6", got)
 	}
 	tbl := func(num uint64, short bool) *Table {
-		m := &manifest.FileMeta{Num: num, Size: 1 << 10, NumRows: 100, NumTTLRows: 100, TTLBytes: 1 << 10,
-			CreationTime: now, MinExpireTS: now + 2_000, MaxExpireTS: now + 5_000}
+		m := &manifest.FileMeta{Num: num, TableStats: format.TableStats{Size: 1 << 10, NumRows: 100, NumTTLRows: 100, TTLBytes: 1 << 10,
+			CreationTime: now, MinExpireTS: now + 2_000, MaxExpireTS: now + 5_000}}
 		if !short {
 			m.MinExpireTS, m.MaxExpireTS = now+2_000, now+7_200_000
 		}
@@ -240,7 +240,7 @@ func TestPickL0Move(t *testing.T) {
 	const now = 10_000_000
 	o := testPickerOpts // threshold 4
 	tbl := func(num uint64, lo, hi string) *Table {
-		return &Table{Meta: withKeys(&manifest.FileMeta{Num: num, Size: 1000, NumRows: 10, CreationTime: now}, lo, hi)}
+		return &Table{Meta: withKeys(&manifest.FileMeta{Num: num, TableStats: format.TableStats{Size: 1000, NumRows: 10, CreationTime: now}}, lo, hi)}
 	}
 	nums := func(ts []*Table) []uint64 {
 		var out []uint64
@@ -298,8 +298,8 @@ func TestPickL0Move(t *testing.T) {
 	// Expired bytes: a table with some expired rows is rewritten to drop
 	// them unless it is short-lived and will be dropped whole.
 	ttl := func(num uint64, lo, hi string, maxExp int64) *Table {
-		m := &manifest.FileMeta{Num: num, Size: 1000, NumRows: 10, NumTTLRows: 10, TTLBytes: 1000,
-			CreationTime: now - 2_000, MinExpireTS: now - 1_000, MaxExpireTS: maxExp}
+		m := &manifest.FileMeta{Num: num, TableStats: format.TableStats{Size: 1000, NumRows: 10, NumTTLRows: 10, TTLBytes: 1000,
+			CreationTime: now - 2_000, MinExpireTS: now - 1_000, MaxExpireTS: maxExp}}
 		return &Table{Meta: withKeys(m, lo, hi)}
 	}
 	long, short := ttl(2, "c", "d", now+2_000_000), ttl(1, "a", "b", now+1_000)

@@ -86,29 +86,13 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // FileMeta describes one live SSTable. It is immutable once created: a
 // State shares FileMeta pointers with the states it was cloned from.
 type FileMeta struct {
-	Num  uint64 // file number
-	Size uint64 // bytes
+	Num uint64 // file number
 
-	// Smallest and Largest are the first and last internal keys
-	// (format.AppendInternalKey form) in the file.
-	Smallest, Largest []byte
+	// TableStats is the table's size, key bounds and row statistics, as
+	// its properties block records them.
+	format.TableStats
 
-	SmallestSeq, LargestSeq uint64
-
-	CreationTime  int64 // Unix ms the file was written
 	CompactedTime int64 // Unix ms of the compaction or flush that produced it
-
-	// Time ranges of the rows in the file (Unix ms).
-	MinTS, MaxTS             int64
-	MinExpireTS, MaxExpireTS int64
-	// MinTombstoneTS is the smallest ts among the file's tombstones: the
-	// commit time of a delete, or the deadline of an expired row a
-	// compaction turned into a tombstone. 0 when it has none.
-	MinTombstoneTS int64
-
-	NumRows, NumTombstones, NumTTLRows, TTLBytes uint64
-
-	RowFeatures uint8
 }
 
 // SmallestUserKey returns the user key of Smallest: a subslice of it,

@@ -18,23 +18,25 @@ func ikey(k string, seq uint64) []byte {
 
 func testFile(num uint64, lo, hi string, seq uint64) *FileMeta {
 	return &FileMeta{
-		Num:           num,
-		Size:          4096 + num,
-		Smallest:      ikey(lo, seq+1),
-		Largest:       ikey(hi, seq),
-		SmallestSeq:   seq,
-		LargestSeq:    seq + 1,
-		CreationTime:  1_700_000_000_000 + int64(num),
+		Num: num,
+		TableStats: format.TableStats{
+			Size:          4096 + num,
+			Smallest:      ikey(lo, seq+1),
+			Largest:       ikey(hi, seq),
+			SmallestSeq:   seq,
+			LargestSeq:    seq + 1,
+			CreationTime:  1_700_000_000_000 + int64(num),
+			MinTS:         -5,
+			MaxTS:         1 << 62,
+			MinExpireTS:   0,
+			MaxExpireTS:   -1 << 63,
+			NumRows:       1000,
+			NumTombstones: 7,
+			NumTTLRows:    300,
+			TTLBytes:      1 << 40,
+			RowFeatures:   0x05,
+		},
 		CompactedTime: 1_700_000_000_500,
-		MinTS:         -5,
-		MaxTS:         1 << 62,
-		MinExpireTS:   0,
-		MaxExpireTS:   -1 << 63,
-		NumRows:       1000,
-		NumTombstones: 7,
-		NumTTLRows:    300,
-		TTLBytes:      1 << 40,
-		RowFeatures:   0x05,
 	}
 }
 
@@ -400,7 +402,7 @@ func TestFileMetaUserKeys(t *testing.T) {
 			t.Errorf("[c, f].Overlaps(%q, %q) = %v, want %v", lo, hi, got, c.want)
 		}
 	}
-	if got := (&FileMeta{Smallest: []byte("short")}).SmallestUserKey(); got != nil {
+	if got := (&FileMeta{TableStats: format.TableStats{Smallest: []byte("short")}}).SmallestUserKey(); got != nil {
 		t.Fatalf("SmallestUserKey of a key shorter than a trailer = %q, want nil", got)
 	}
 }

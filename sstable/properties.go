@@ -33,30 +33,14 @@ import (
 // Properties describe a table.
 type Properties struct {
 	FormatVersion uint32
-	RowFeatures   uint8 // OR of the flags of all rows
-	CreationTime  int64 // Unix ms, from WriterOptions.CreationTime
-	MinTS, MaxTS  int64 // over rows with FlagHasTS; 0/0 if none
-	// Over rows with FlagHasExpire; 0/0 if none.
-	MinExpireTS, MaxExpireTS int64
-	// MinTombstoneTS is the smallest ts among tombstones that carry one
-	// (deletes and expired rows turned into tombstones); 0 if none.
-	MinTombstoneTS int64
+	// TableStats holds the statistics a manifest entry shares. Size is the
+	// total file size; CreationTime comes from WriterOptions.CreationTime.
+	format.TableStats
 	hasTombstoneTS bool
 
-	NumRows       uint64
-	NumTombstones uint64
-	NumTTLRows    uint64 // rows with FlagHasExpire
-	TTLBytes      uint64 // key + value bytes of rows with FlagHasExpire
 	RawKeyBytes   uint64 // user key bytes of all rows
 	RawValueBytes uint64
 	NumDataBlocks uint64
-	SmallestSeq   uint64
-	LargestSeq    uint64
-	Size          uint64 // total file size
-
-	// Smallest and Largest are the first and last internal keys; nil if the
-	// table is empty.
-	Smallest, Largest []byte
 }
 
 // record updates the properties for one more row (rows arrive in order).

@@ -21,19 +21,21 @@ func TestProperties(t *testing.T) {
 	data, got := buildTable(t, rows, WriterOptions{CreationTime: 1_700_000_000_123, BloomBitsPerKey: 10, BlockSize: 16})
 	want := &Properties{
 		FormatVersion: FormatVersion,
-		RowFeatures:   format.FlagTombstone | format.FlagHasTS | format.FlagHasExpire,
-		CreationTime:  1_700_000_000_123,
-		MinTS:         300, MaxTS: 500,
-		MinExpireTS: 7000, MaxExpireTS: 9000,
-		NumRows: 6, NumTombstones: 1, NumTTLRows: 2,
-		TTLBytes:      uint64(len("b") + len("vvv") + len("c") + len("w")),
+		TableStats: format.TableStats{
+			RowFeatures:  format.FlagTombstone | format.FlagHasTS | format.FlagHasExpire,
+			CreationTime: 1_700_000_000_123,
+			MinTS:        300, MaxTS: 500,
+			MinExpireTS: 7000, MaxExpireTS: 9000,
+			NumRows: 6, NumTombstones: 1, NumTTLRows: 2,
+			TTLBytes:    uint64(len("b") + len("vvv") + len("c") + len("w")),
+			SmallestSeq: 2, LargestSeq: 20,
+			Size:     uint64(len(data)),
+			Smallest: format.AppendInternalKey(nil, &rows[0]),
+			Largest:  format.AppendInternalKey(nil, &rows[5]),
+		},
 		RawKeyBytes:   1 + 1 + 1 + 1 + 1 + 2,
 		RawValueBytes: 2 + 3 + 1 + 1 + 4,
 		NumDataBlocks: got.NumDataBlocks,
-		SmallestSeq:   2, LargestSeq: 20,
-		Size:     uint64(len(data)),
-		Smallest: format.AppendInternalKey(nil, &rows[0]),
-		Largest:  format.AppendInternalKey(nil, &rows[5]),
 	}
 	if got.NumDataBlocks < 2 {
 		t.Errorf("NumDataBlocks = %d with 16-byte blocks", got.NumDataBlocks)
@@ -59,7 +61,7 @@ func TestPropertiesNoTTL(t *testing.T) {
 }
 
 func TestPropertiesDecodeRejects(t *testing.T) {
-	p := Properties{FormatVersion: 1, NumRows: 1, Smallest: []byte("k\x00\x01\x00\x00\x00\x00\x00\x00"), Largest: []byte("k\x00\x01\x00\x00\x00\x00\x00\x00")}
+	p := Properties{FormatVersion: 1, TableStats: format.TableStats{NumRows: 1, Smallest: []byte("k\x00\x01\x00\x00\x00\x00\x00\x00"), Largest: []byte("k\x00\x01\x00\x00\x00\x00\x00\x00")}}
 	good := p.encode(nil)
 	if _, err := decodeProperties(good, "f", 7); err != nil {
 		t.Fatal(err)
