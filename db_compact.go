@@ -14,6 +14,7 @@ import (
 	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/internal/merge"
+	"github.com/mayflydb/mayfly/manifest"
 )
 
 // bottomLevel is the last level of the tree.
@@ -189,14 +190,17 @@ func (j *compactionJob) tables() []*tableFile {
 func (db *DB) startPick(p *compaction.Pick) *compactionJob {
 	j := &compactionJob{Pick: p, inputs: make([][]*tableFile, len(p.Inputs))}
 	for i, in := range p.Inputs {
-		lvl := db.current.levels[in.Level]
+		byMeta := make(map[*manifest.FileMeta]*tableFile, len(db.current.levels[in.Level]))
+		for _, t := range db.current.levels[in.Level] {
+			byMeta[t.Meta] = t
+		}
 		for _, pt := range in.Tables {
-			k := slices.IndexFunc(lvl, func(t *tableFile) bool { return t.Meta == pt.Meta })
-			if k < 0 {
+			t := byMeta[pt.Meta]
+			if t == nil {
 				panic(fmt.Sprintf("mayfly: picked table %d is not in level %d of the current version", pt.Meta.Num, in.Level))
 			}
-			lvl[k].compacting = true
-			j.inputs[i] = append(j.inputs[i], lvl[k])
+			t.compacting = true
+			j.inputs[i] = append(j.inputs[i], t)
 		}
 	}
 	db.running = append(db.running, compaction.InProgress{OutputLevel: p.OutputLevel, Lo: p.Lo, Hi: p.Hi})
