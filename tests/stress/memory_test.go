@@ -327,6 +327,9 @@ func walk(db *mayfly.DB, it *mayfly.Iterator, rng *rand.Rand, ev *events, o *may
 	for steps := 1 + rng.IntN(150); ; steps-- {
 		if !ok || steps == 0 {
 			if it.Valid() != ok {
+				if ok && errors.Is(it.Error(), mayfly.ErrClosed) {
+					return true, nil // the database closed since the move
+				}
 				return false, fmt.Errorf("move returned %v, Valid %v", ok, it.Valid())
 			}
 			if !ok && (it.Key() != nil || it.Value() != nil) {
