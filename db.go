@@ -285,7 +285,7 @@ func (db *DB) Close() error {
 		// Close report the same failure, which Close reports once.
 		serr := db.logWriter.Sync()
 		cerr := db.logWriter.Close()
-		if serr != nil && cerr != nil && (errors.Is(cerr, serr) || cerr.Error() == serr.Error()) {
+		if serr != nil && errors.Is(cerr, serr) {
 			cerr = nil
 		}
 		errs = append(errs, serr, cerr)

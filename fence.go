@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/mayflydb/mayfly/manifest"
 	"github.com/mayflydb/mayfly/storage"
 )
 
@@ -70,14 +69,12 @@ func (db *DB) checkFencedAbove(mine uint64) error {
 	if !db.traits.LockFree {
 		return nil
 	}
-	names, err := db.store.List(manifest.Dir)
+	newest, err := db.newestManifestVersion()
 	if err != nil {
 		return err
 	}
-	for _, name := range names {
-		if v, ok := manifest.ParseVersionName(name); ok && v > mine {
-			return fmt.Errorf("mayfly: manifest version %d was written by another writer: %w", v, ErrFenced)
-		}
+	if newest > mine {
+		return fmt.Errorf("mayfly: manifest version %d was written by another writer: %w", newest, ErrFenced)
 	}
 	return nil
 }

@@ -144,19 +144,9 @@ func (db *DB) tailSegment(s *tailSeg, r storage.ObjectReader, newest bool) (int,
 	var err error
 	for range 2 {
 		res, err = wal.ReplayFrom(r, logName(s.num), s.num, s.off, func(payload []byte) error {
-			br, err := format.NewBatchReader(payload)
-			if err != nil {
-				return err
-			}
-			h := br.Header()
-			db.clock.Observe(h.CommitTS)
-			if h.Count > 0 {
-				if err := s.mem.ApplyBatch(payload); err != nil {
-					return err
-				}
-				lastSeq = max(lastSeq, h.Seq+uint64(h.Count)-1)
-			}
-			return nil
+			last, err := db.applyWALRecord(s.mem, payload)
+			lastSeq = max(lastSeq, last)
+			return err
 		})
 		if res.ValidBytes >= wal.HeaderSize {
 			s.off = res.ValidBytes

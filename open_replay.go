@@ -22,19 +22,11 @@ func (db *DB) replayWAL(segs []uint64) ([]*memtable.Memtable, error) {
 	mem := db.newMemtable(0)
 	var recovered []*memtable.Memtable
 	err := db.replayLogs(segs, func(payload []byte) error {
-		br, err := format.NewBatchReader(payload)
+		last, err := db.applyWALRecord(mem, payload)
 		if err != nil {
 			return err
 		}
-		h := br.Header()
-		db.clock.Observe(h.CommitTS)
-		if h.Count == 0 {
-			return nil
-		}
-		if err := mem.ApplyBatch(payload); err != nil {
-			return err
-		}
-		db.lastSeq = max(db.lastSeq, h.Seq+uint64(h.Count)-1)
+		db.lastSeq = max(db.lastSeq, last)
 		if mem.Size() >= db.opts.MemtableSize {
 			recovered = append(recovered, mem)
 			mem = db.newMemtable(0)
@@ -52,6 +44,25 @@ func (db *DB) replayWAL(segs []uint64) ([]*memtable.Memtable, error) {
 		return nil, err
 	}
 	return recovered, nil
+}
+
+// applyWALRecord applies the batch a replayed WAL record carries to mem,
+// raising the clock floor to its commit time, and returns its last
+// sequence number (0 for an empty batch, which applies nothing).
+func (db *DB) applyWALRecord(mem *memtable.Memtable, payload []byte) (uint64, error) {
+	br, err := format.NewBatchReader(payload)
+	if err != nil {
+		return 0, err
+	}
+	h := br.Header()
+	db.clock.Observe(h.CommitTS)
+	if h.Count == 0 {
+		return 0, nil
+	}
+	if err := mem.ApplyBatch(payload); err != nil {
+		return 0, err
+	}
+	return h.Seq + uint64(h.Count) - 1, nil
 }
 
 // unrefAll drops one reference on each non-nil memtable of ms.

@@ -26,8 +26,8 @@ const repairHint = "run `mayfly repair DIR` (mayfly.Repair) to rebuild the manif
 // clock high-water mark, writer epoch, and current, the version of its
 // opened tables) and returns it with its number. A location without any
 // version is a new database, which gets an empty state, unless tables or
-// WAL segments show that the manifest was lost; a read-only handle first
-// refuses a location holding nothing (checkDatabase).
+// WAL segments show that the manifest was lost; a read-only handle refuses
+// a location holding none of them (errNoDatabase).
 func (db *DB) loadVersion() (*manifest.State, uint64, error) {
 	st, num, skipped, err := manifest.Load(db.store)
 	if err != nil {
@@ -43,14 +43,20 @@ func (db *DB) loadVersion() (*manifest.State, uint64, error) {
 		// orphan cleanup would then delete live data), so refuse to open.
 		return nil, 0, fmt.Errorf("mayfly: newest manifest version is unreadable: %w; %s", errors.Join(skipped...), repairHint)
 	}
-	if st == nil && db.opts.ReadOnly {
-		if err := db.checkDatabase(); err != nil {
-			return nil, 0, err
-		}
-	}
 	if st == nil {
+		if db.opts.ReadOnly {
+			if err := db.checkManifestMoved(); err != nil {
+				return nil, 0, err
+			}
+		}
 		if err := db.checkNoManifestNeeded(); err != nil {
 			return nil, 0, err
+		}
+		if db.opts.ReadOnly {
+			// No version, no table, no WAL segment: a writer's Open writes
+			// a manifest version before anything else, so even a database
+			// never written to has one. This is not a database.
+			return nil, 0, errNoDatabase
 		}
 		st = &manifest.State{NextFileNum: 1}
 	}
@@ -142,15 +148,11 @@ func (db *DB) scanFileNumbers() error {
 			}
 		}
 	}
-	names, err := db.store.List(manifest.Dir)
+	newest, err := db.newestManifestVersion()
 	if err != nil {
 		return err
 	}
-	for _, name := range names {
-		if v, ok := manifest.ParseVersionName(name); ok && v > db.manifestNum {
-			db.manifestNum = v
-		}
-	}
+	db.manifestNum = max(db.manifestNum, newest)
 	// Through wrappers (the object cache) to the backend: on S3 this is
 	// what aborts abandoned multipart uploads.
 	if t, ok := storage.As[storage.TempRemover](db.store); ok {

@@ -98,16 +98,24 @@ func (db *DB) loadReadOnly() error {
 
 // newerManifest reports whether a manifest version above v exists.
 func (db *DB) newerManifest(v uint64) (bool, error) {
+	newest, err := db.newestManifestVersion()
+	return newest > v, err
+}
+
+// newestManifestVersion returns the highest manifest version number present
+// (0 if there is none), readable or not, with one LIST.
+func (db *DB) newestManifestVersion() (uint64, error) {
 	names, err := db.store.List(manifest.Dir)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
+	var newest uint64
 	for _, name := range names {
-		if n, ok := manifest.ParseVersionName(name); ok && n > v {
-			return true, nil
+		if n, ok := manifest.ParseVersionName(name); ok {
+			newest = max(newest, n)
 		}
 	}
-	return false, nil
+	return newest, nil
 }
 
 // resetReadOnly drops what a read-only load built, before another.
@@ -123,26 +131,13 @@ func (db *DB) resetReadOnly() {
 	db.follow.tail.forceList = false
 }
 
-// checkDatabase is called by a read-only open that found no manifest
-// version. If versions exist now, the ones it listed were replaced while
-// it read them (errManifestMoved). A location holding no table and no WAL
-// segment either is no database (errNoDatabase): a writer's Open writes a
-// manifest version before anything else, so even a database that was
-// never written to has one. Tables or WAL segments without any version
-// mean a lost manifest, which recover then refuses (checkNoManifestNeeded)
-// as a writer's open does.
-func (db *DB) checkDatabase() error {
-	if moved, err := db.newerManifest(0); err != nil || moved {
-		if moved {
-			err = errManifestMoved
-		}
-		return err
+// checkManifestMoved is called by a read-only open that found no manifest
+// version: if versions exist now, the ones it listed were replaced while
+// it read them (errManifestMoved), and the open starts over.
+func (db *DB) checkManifestMoved() error {
+	moved, err := db.newerManifest(0)
+	if err == nil && moved {
+		err = errManifestMoved
 	}
-	for _, dir := range []string{"sst", "wal"} {
-		names, err := db.store.List(dir)
-		if err != nil || len(names) > 0 {
-			return err
-		}
-	}
-	return errNoDatabase
+	return err
 }

@@ -170,15 +170,10 @@ func (p *Pool) get(pu manual.Purpose) []byte {
 // gone (chunks used for purpose pu): it keeps full-size chunks up to the
 // limit and frees the rest.
 func (p *Pool) release(pu manual.Purpose, chunks [][]byte) {
-	if raceEnabled {
-		// Under the race detector a row slice a holder kept past its
-		// memtable's release reads this pattern once the chunk is reused,
-		// not plausible old rows (as freed slab blocks do).
-		for _, c := range chunks {
-			for i := range c {
-				c[i] = slab.PoisonByte
-			}
-		}
+	// Under the race detector a row slice a holder kept past its
+	// memtable's release reads the poison once the chunk is reused.
+	for _, c := range chunks {
+		slab.Poison(c)
 	}
 	var drop [][]byte
 	if p == nil {

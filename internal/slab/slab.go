@@ -105,6 +105,18 @@ var poison = raceEnabled
 // PoisonByte is the pattern freed blocks are filled with when poisoning.
 const PoisonByte = 0xDB
 
+// Poison fills b with PoisonByte when poisoning is on (race-detector
+// builds), so that a reader holding b past its release reads the pattern
+// rather than plausible old data. Other hand-managed memory that is freed
+// for reuse (memtable arena chunks) uses it too.
+func Poison(b []byte) {
+	if poison {
+		for i := range b {
+			b[i] = PoisonByte
+		}
+	}
+}
+
 // Buf is a buffer from an Allocator. B has the length asked for; its
 // capacity is the size of its class and must not be used beyond len. A zero
 // Buf is empty, and freeing it is a no-op.
@@ -235,12 +247,7 @@ func (a *Allocator) Free(b Buf) {
 	if b.B == nil {
 		return
 	}
-	if poison {
-		full := b.B[:cap(b.B)]
-		for i := range full {
-			full[i] = PoisonByte
-		}
-	}
+	Poison(b.B[:cap(b.B)])
 	s := b.s
 	if s == nil {
 		n := int64(cap(b.B))

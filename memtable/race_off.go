@@ -1,5 +1,0 @@
-//go:build !race
-
-package memtable
-
-const raceEnabled = false
