@@ -77,6 +77,31 @@ func (b *Batch) PutTTL(key, value []byte, ttl TTL) error {
 	return b.added()
 }
 
+// appendDeadline adds a deadline row for key: the key's deadline becomes
+// what ttl says (NoExpiry, or the default TTL when that is none: the key
+// no longer expires), its value stays. The callers (Expire and its kin)
+// attach the condition that the key is live, since a deadline row applies
+// to the value beneath it.
+func (b *Batch) appendDeadline(key []byte, ttl TTL) error {
+	if err := b.check(key); err != nil {
+		return err
+	}
+	expires, relative, v, err := ttl.resolve(b.db.opts.DefaultTTL)
+	if err != nil {
+		return b.fail(err)
+	}
+	flags := format.FlagDeadline
+	if expires {
+		flags |= format.FlagHasExpire
+	}
+	var slot int
+	b.data, slot = format.AppendBatchEntry(b.data, flags, v, key, nil)
+	if relative {
+		b.relative = append(b.relative, relativeTTL{offset: slot, millis: v})
+	}
+	return b.added()
+}
+
 // Delete adds a deletion of key.
 func (b *Batch) Delete(key []byte) error {
 	if err := b.check(key); err != nil {

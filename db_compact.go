@@ -294,7 +294,20 @@ func (db *DB) pickerEnv() *compaction.Env {
 	if oldest != 0 {
 		now = min(now, oldest)
 	}
-	return &compaction.Env{Now: now, OldestSnapshotTime: oldest, Running: db.running, Cursor: &db.cursor}
+	env := &compaction.Env{Now: now, OldestSnapshotTime: oldest, Running: db.running, Cursor: &db.cursor}
+	for i := -1; i < len(db.imm); i++ {
+		m := db.mem
+		if i >= 0 {
+			m = db.imm[i]
+		}
+		if m == nil {
+			continue
+		}
+		if ts, ok := m.DeadlineMinTS(); ok && (!env.MemDeadlines || ts < env.MemDeadlineMinTS) {
+			env.MemDeadlines, env.MemDeadlineMinTS = true, ts
+		}
+	}
+	return env
 }
 
 // snapshotSeqs returns the open snapshots' sequence numbers, ascending.
@@ -357,11 +370,17 @@ func (db *DB) runPick(ctx context.Context, j *compactionJob, now int64) (err err
 	}
 	m := merge.New(compactionIters(j)...)
 	defer m.Close()
+	rs, err := db.loadReadState()
+	if err != nil {
+		return err
+	}
+	defer rs.release()
 	db.mu.Lock()
 	seqs := db.snapshotSeqs()
 	db.mu.Unlock()
 	ci := compaction.NewIterator(&ctxIterator{Iterator: m, ctx: ctx}, compaction.Config{
 		Snapshots: seqs, Now: now, Bottom: p.Bottom, Level: p.OutputLevel, Filters: db.filters,
+		DeadlineAbove: compactionDeadlineSources(rs, j).fn(),
 	})
 	outs, err := db.writeTables(ci, db.opts.TargetFileSize)
 	if err != nil {

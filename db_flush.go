@@ -108,7 +108,13 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 	start := time.Now()
 	ev := db.opts.EventListener
 	ev.flushBegin(FlushInfo{Rows: uint64(m.Len())})
-	t, err := db.writeL0(m, true)
+	rs, err := db.loadReadState()
+	if err != nil {
+		ev.flushEnd(FlushInfo{Duration: time.Since(start), Err: err})
+		return err
+	}
+	t, err := db.writeL0(m, true, flushDeadlineSources(rs, m).fn())
+	rs.release()
 	if err != nil {
 		ev.flushEnd(FlushInfo{Duration: time.Since(start), Err: err})
 		return err
@@ -164,7 +170,8 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 // It returns nil if the memtable yields no rows. mayBeBottom says whether
 // every older row is in the current version's tables; recovery, which
 // flushes several memtables before recording any of their tables, passes
-// false.
+// false. deadlineAbove is compaction.Config.DeadlineAbove for the newer
+// memtables (nil: none holds a deadline row).
 //
 // Rows that expired while in the memtable are kept as they are, not turned
 // into tombstones: they hide older versions just as well, and a table of TTL
@@ -173,11 +180,12 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 // keys exists (older memtables are already flushed, and compactions only
 // rewrite existing ranges), so the flush is a bottom write and expired rows
 // and tombstones with nothing beneath them are dropped.
-func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool) (*tableFile, error) {
+func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool, deadlineAbove func([]byte) bool) (*tableFile, error) {
 	it := m.NewIter()
 	defer it.Close()
 	cfg := db.compactionConfig(false)
 	cfg.KeepExpired = true
+	cfg.DeadlineAbove = deadlineAbove
 	if mayBeBottom && it.First() {
 		lo := append([]byte(nil), it.Row().Key...)
 		it.Last()

@@ -95,7 +95,7 @@ func (db *DB) lookup(key []byte, seq uint64, now int64, dst []byte, withValue bo
 		return format.Row{}, err
 	}
 	defer rs.release()
-	r, ref, found, err := db.find(rs, key, seq)
+	r, ref, found, err := db.findResolved(rs, key, seq)
 	defer ref.Release()
 	if err != nil {
 		return format.Row{}, err
@@ -122,6 +122,36 @@ func (db *DB) lookup(key []byte, seq uint64, now int64, dst []byte, withValue bo
 		r.Value = nil
 	}
 	return r, nil
+}
+
+// findResolved is find with a deadline row resolved (format.Resolve): when
+// the newest version is a deadline row, the versions below it are looked
+// up, down to the value row it applies to, and the row returned is that
+// value under the deadline row's deadline. found is false when the key has
+// no such value (never written, or a tombstone beneath the deadline rows);
+// a tombstone found first is returned as it is.
+func (db *DB) findResolved(rs *readState, key []byte, seq uint64) (format.Row, sstable.BlockRef, bool, error) {
+	r, ref, found, err := db.find(rs, key, seq)
+	if err != nil || !found || !r.IsDeadline() {
+		return r, ref, found, err
+	}
+	d := r
+	d.Key = nil
+	for {
+		// Versions beneath a deadline row are read at its sequence number
+		// less one: the newest older version, wherever it lives.
+		ref.Release()
+		if r.Seq == 0 {
+			return format.Row{}, sstable.BlockRef{}, false, nil
+		}
+		if r, ref, found, err = db.find(rs, key, r.Seq-1); err != nil || !found {
+			return format.Row{}, ref, false, err
+		}
+		if !r.IsDeadline() {
+			v, ok := format.Resolve(&d, &r)
+			return v, ref, ok, nil
+		}
+	}
 }
 
 // find returns the newest version of key with Seq <= seq, searching from

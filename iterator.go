@@ -59,6 +59,8 @@ type Iterator struct {
 	key      []byte // a copy; kept while not valid, as Next and Prev resume from it
 	value    []byte // aliases iterator memory when moving forward; nil unless valid
 	valueBuf []byte
+	expires  bool   // the current key has a deadline ...
+	deadline int64  // ... at this Unix ms
 	seekBuf  []byte // the key of the running seek (see seekKey)
 	err      error
 	closed   bool
@@ -264,17 +266,17 @@ func (it *Iterator) Prev() bool {
 
 // findNext moves forward from the merge's position to the newest visible
 // version of the next live key. With skipCurrent, versions of it.key are
-// passed over first.
+// passed over first. A deadline row is resolved against the versions below
+// it (format.Resolve): the merge is left at the value row it applies to.
 func (it *Iterator) findNext(skipCurrent bool) bool {
 	it.forward = true
 	it.valid = false
 	skipping := skipCurrent
-	for ok := it.m.Valid(); ok; ok = it.m.Next() {
+	ok := it.m.Valid()
+	for ok {
 		r := it.m.Row()
-		if r.Seq > it.seq {
-			continue
-		}
-		if skipping && bytes.Equal(r.Key, it.key) {
+		if r.Seq > it.seq || skipping && bytes.Equal(r.Key, it.key) {
+			ok = it.m.Next()
 			continue
 		}
 		if it.upper != nil && bytes.Compare(r.Key, it.upper) >= 0 {
@@ -283,14 +285,24 @@ func (it *Iterator) findNext(skipCurrent bool) bool {
 		// r is the newest visible version of r.Key.
 		it.key = append(it.key[:0], r.Key...)
 		skipping = true
-		if r.IsTombstone() {
+		row := *r
+		if row.IsDeadline() {
+			var found bool
+			if row, found, ok = it.resolveForward(row); !found {
+				continue // the merge is already past the key's versions
+			}
+		}
+		if !row.HasValue() {
+			ok = it.m.Next()
 			continue
 		}
-		if r.ExpiredAt(it.now) {
+		if row.ExpiredAt(it.now) {
 			it.db.metrics.expiredOnRead.Add(1)
+			ok = it.m.Next()
 			continue
 		}
-		it.value = r.Value
+		it.value = row.Value
+		it.expires, it.deadline = row.HasExpiry(), row.ExpireTS
 		it.valid = true
 		it.countRow()
 		return true
@@ -299,13 +311,38 @@ func (it *Iterator) findNext(skipCurrent bool) bool {
 	return false
 }
 
+// resolveForward reads on from deadline row d (at the merge's position) to
+// the value row of the same key it applies to, skipping older deadline
+// rows. found reports whether one was found (resolved is then that value
+// under d's deadline); the merge stays at the row that decided, and ok is
+// its validity.
+func (it *Iterator) resolveForward(d format.Row) (resolved format.Row, found, ok bool) {
+	for ok = it.m.Next(); ok; ok = it.m.Next() {
+		v := it.m.Row()
+		if !bytes.Equal(v.Key, it.key) {
+			return format.Row{}, false, true
+		}
+		if v.IsDeadline() {
+			continue
+		}
+		// A tombstone beneath: the key is absent, and the caller skips the
+		// rest of its versions from here.
+		resolved, found = format.Resolve(&d, v)
+		return resolved, found, true
+	}
+	return format.Row{}, false, false
+}
+
 // findPrev moves backward from the merge's position to the previous live
-// key. Versions arrive oldest first, so the last visible version seen
-// before the key changes is the newest.
+// key. Versions arrive oldest first, so each version read updates the
+// key's state (its value, and the deadline a newer deadline row sets), and
+// the state when the key changes is what its newest version says.
 func (it *Iterator) findPrev() bool {
 	it.forward = false
 	it.valid = false
-	have := false // it.key/valueBuf hold a live candidate
+	started := false // it.key names the key whose versions are being read
+	live := false    // that key has a value: valueBuf, expires, deadline
+	have := func() bool { return live && !(it.expires && it.deadline < it.now) }
 	for ok := it.m.Valid(); ok; ok = it.m.Prev() {
 		r := it.m.Row()
 		if r.Seq > it.seq {
@@ -314,27 +351,43 @@ func (it *Iterator) findPrev() bool {
 		if it.lower != nil && bytes.Compare(r.Key, it.lower) < 0 {
 			break
 		}
-		if have && bytes.Compare(r.Key, it.key) < 0 {
-			break
+		if !started || !bytes.Equal(r.Key, it.key) {
+			if started && have() {
+				break
+			}
+			if started && live {
+				it.db.metrics.expiredOnRead.Add(1)
+			}
+			started, live = true, false
+			it.key = append(it.key[:0], r.Key...)
 		}
-		if r.IsTombstone() || r.ExpiredAt(it.now) {
-			have = false
-			continue
+		switch {
+		case r.IsDeadline():
+			if live {
+				it.expires, it.deadline = r.HasExpiry(), r.ExpireTS
+			}
+		case r.IsTombstone():
+			live = false
+		default:
+			live = true
+			it.valueBuf = append(it.valueBuf[:0], r.Value...)
+			it.expires, it.deadline = r.HasExpiry(), r.ExpireTS
 		}
-		it.key = append(it.key[:0], r.Key...)
-		it.valueBuf = append(it.valueBuf[:0], r.Value...)
-		have = true
 	}
 	if err := it.m.Error(); err != nil {
 		it.err = err
 		return false
 	}
-	if have {
-		it.value = it.valueBuf
-		it.valid = true
-		it.countRow()
+	if live && !have() {
+		it.db.metrics.expiredOnRead.Add(1)
 	}
-	return have
+	if !have() {
+		return false
+	}
+	it.value = it.valueBuf
+	it.valid = true
+	it.countRow()
+	return true
 }
 
 // Valid reports whether the iterator is at a key. It is false after

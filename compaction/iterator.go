@@ -16,6 +16,23 @@
 //     older data exists below it), a tombstone with no older kept version
 //     beneath it hides nothing and is dropped, as is the expired row it came
 //     from.
+//  4. Deadline rows (format.FlagDeadline). A deadline row kept as the
+//     newest version of its stripe is folded into the version beneath it
+//     when that version lies in the same stripe: older deadline rows are
+//     passed over, a value row becomes that value under the deadline row's
+//     deadline and sequence number (format.Resolve), a tombstone becomes a
+//     tombstone at the deadline row's sequence number. The folded row then
+//     follows rules 2 and 3 like any other. A deadline row with no version
+//     beneath it in the input hides nothing at the bottom and is dropped;
+//     elsewhere it is kept as it is (its value lies in older data or an
+//     older stripe).
+//  5. Values a deadline row needs. A deadline row kept as it is (rule 4)
+//     resolves against the next kept version of its key, so that version
+//     keeps its value whatever its own expire_ts says: rule 2 does not
+//     apply to it, and it is kept unchanged. The same holds for the newest
+//     version of a key when a deadline row may lie above the input, in
+//     newer data the compaction does not read: Config.DeadlineAbove says so
+//     per key.
 //
 // Now must not be later than the clock time pinned by any open snapshot, so
 // a snapshot never sees a row vanish that it could read before.
@@ -49,6 +66,13 @@ type Config struct {
 	// Filters run, in order, on each live row that no snapshot can read;
 	// the first decision other than Keep ends the chain.
 	Filters []Filter
+	// DeadlineAbove reports whether a deadline row for key may exist in
+	// data newer than the input (newer memtables, tables of upper levels):
+	// such a row sets the deadline of the key's newest version here, whose
+	// own expire_ts then no longer counts (rule 5). nil: no deadline row
+	// lies above. It is asked only when the newest kept version of a key
+	// has expired.
+	DeadlineAbove func(key []byte) bool
 }
 
 // Decision is a filter's verdict on a row.
@@ -90,6 +114,9 @@ type Stats struct {
 	ExpiredToTombstone uint64 // expired rows rewritten as tombstones
 	ExpiredDropped     uint64 // expired rows dropped at the bottom
 	TombstonesDropped  uint64 // tombstones dropped at the bottom
+	DeadlinesFolded    uint64 // deadline rows folded into the version beneath
+	DeadlinesDropped   uint64 // deadline rows with nothing beneath, at the bottom
+	ExpiredKept        uint64 // expired rows kept for a deadline row above (rule 5)
 }
 
 // Iterator yields the rows a compaction writes, in order.
@@ -107,6 +134,19 @@ type Iterator struct {
 	row      format.Row
 	filtered format.Row // the row being filtered
 	stats    Stats
+
+	// Rule 4: a deadline row of curKey waiting for the version beneath.
+	holding    bool
+	held       format.Row // Key is curKey
+	heldStripe int
+	// reread: the input's current row was read but not yet processed.
+	reread bool
+	// Rule 5: the next kept version of curKey must keep its value.
+	needValue bool
+	// above caches Config.DeadlineAbove for curKey: 0 unknown, 1 no, 2 yes.
+	above uint8
+	// keptAny: a version of curKey was kept (the next is not its newest).
+	keptAny bool
 }
 
 type pendingTombstone struct {
@@ -143,71 +183,166 @@ func (c *Iterator) Next() bool {
 		return true
 	}
 	for {
-		if !c.started {
+		switch {
+		case c.reread:
+			c.reread = false
+		case !c.started:
 			c.started = true
 			c.inValid = c.in.First()
-		} else if c.inValid {
+			c.stats.RowsIn += b2u(c.inValid)
+		case c.inValid:
 			c.inValid = c.in.Next()
+			c.stats.RowsIn += b2u(c.inValid)
 		}
 		if !c.inValid {
+			if c.holding && c.releaseHeld(true) {
+				return true
+			}
 			c.endKey()
 			return false
 		}
 		r := c.in.Row()
-		c.stats.RowsIn++
 		if string(r.Key) != string(c.curKey) {
+			if c.holding && c.releaseHeld(true) {
+				c.reread = true
+				return true
+			}
 			c.endKey()
 			c.curKey = append(c.curKey[:0], r.Key...)
-			c.lastStripe = -1
+			c.lastStripe, c.needValue, c.above, c.keptAny = -1, false, 0, false
 		}
 		s := c.stripe(r.Seq)
+		if c.holding {
+			if s != c.heldStripe {
+				// The version beneath is in an older stripe: a snapshot
+				// reads it as it is, so the deadline row stays unfolded.
+				if c.releaseHeld(false) {
+					c.reread = true
+					return true
+				}
+			} else if r.IsDeadline() {
+				// The held row keeps the older commit time: a deadline
+				// row's ts bounds from below when the deadline changes it
+				// carries were made (PickDrops relies on it).
+				c.held.TS = min(c.held.TS, r.TS)
+				c.stats.ShadowedDropped++
+				continue
+			} else {
+				c.holding = false
+				c.stats.DeadlinesFolded++
+				out, ok := format.Resolve(&c.held, r)
+				if !ok {
+					out = format.Row{Key: r.Key, Seq: c.held.Seq, Flags: format.FlagTombstone | format.FlagHasTS, TS: c.held.TS}
+				}
+				if c.keep(out, s) {
+					return true
+				}
+				continue
+			}
+		}
 		if c.lastStripe >= 0 && s == c.lastStripe {
 			c.stats.ShadowedDropped++
 			continue
 		}
 		c.lastStripe = s
-		out := *r
-		expired := false
-		if out.ExpiredAt(c.cfg.Now) {
-			expired = true
-			if c.cfg.Bottom || !c.cfg.KeepExpired {
-				out = format.Row{Key: r.Key, Seq: r.Seq, Flags: format.FlagTombstone | format.FlagHasTS, TS: r.ExpireTS}
-			}
-		}
-		if len(c.cfg.Filters) > 0 && !expired && !out.IsTombstone() && s == len(c.cfg.Snapshots) {
-			// Through a field: taking out's address would move it to the
-			// heap, one allocation per row even without filters.
-			c.filtered = out
-			c.applyFilters(&c.filtered)
-			out = c.filtered
-		}
-		if c.cfg.Bottom && out.IsTombstone() {
-			out.Key = append([]byte(nil), out.Key...)
-			c.pending = append(c.pending, pendingTombstone{row: out, expired: expired})
+		if r.IsDeadline() {
+			c.holding, c.held, c.heldStripe = true, *r, s
+			c.held.Key = c.curKey
 			continue
 		}
-		if expired && out.IsTombstone() {
-			c.stats.ExpiredToTombstone++
-		}
-		if len(c.pending) > 0 {
-			// An older version is kept: the tombstones above it must stay.
-			for _, p := range c.pending {
-				if p.expired {
-					c.stats.ExpiredToTombstone++
-				}
-				c.queue = append(c.queue, p.row)
-			}
-			c.pending = c.pending[:0]
-			c.queue = append(c.queue, out)
-			c.row = c.queue[0]
-			c.queue = c.queue[1:]
-			c.stats.RowsOut++
+		if c.keep(*r, s) {
 			return true
 		}
-		c.row = out
+	}
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// releaseHeld ends rule 4 for the held deadline row when no version beneath
+// it can be folded in: with nothing beneath it in the input, at the bottom,
+// it hides nothing and is dropped; otherwise it is kept as it is. It
+// reports whether a row is ready.
+func (c *Iterator) releaseHeld(nothingBeneath bool) bool {
+	c.holding = false
+	if c.cfg.Bottom && nothingBeneath {
+		c.stats.DeadlinesDropped++
+		return false
+	}
+	return c.keep(c.held, c.heldStripe)
+}
+
+// keep applies rules 2, 3 and 5 and the filters to out, the version of
+// curKey kept for stripe s, and reports whether a row is ready in c.row.
+func (c *Iterator) keep(out format.Row, s int) bool {
+	protect, first := c.needValue, !c.keptAny
+	c.needValue, c.keptAny = false, true
+	expired := false
+	if out.ExpiredAt(c.cfg.Now) {
+		if protect || first && c.deadlineAbove() {
+			protect = true
+			c.stats.ExpiredKept++
+		} else {
+			expired = true
+			if c.cfg.Bottom || !c.cfg.KeepExpired {
+				out = format.Row{Key: out.Key, Seq: out.Seq, Flags: format.FlagTombstone | format.FlagHasTS, TS: out.ExpireTS}
+			}
+		}
+	}
+	if out.IsDeadline() {
+		c.needValue = true // rule 5 for the version beneath
+	}
+	if len(c.cfg.Filters) > 0 && !expired && !protect && out.HasValue() && s == len(c.cfg.Snapshots) {
+		// Through a field: taking out's address would move it to the
+		// heap, one allocation per row even without filters.
+		c.filtered = out
+		c.applyFilters(&c.filtered)
+		out = c.filtered
+	}
+	if c.cfg.Bottom && out.IsTombstone() {
+		out.Key = append([]byte(nil), out.Key...)
+		c.pending = append(c.pending, pendingTombstone{row: out, expired: expired})
+		return false
+	}
+	if expired && out.IsTombstone() {
+		c.stats.ExpiredToTombstone++
+	}
+	if len(c.pending) > 0 {
+		// An older version is kept: the tombstones above it must stay.
+		for _, p := range c.pending {
+			if p.expired {
+				c.stats.ExpiredToTombstone++
+			}
+			c.queue = append(c.queue, p.row)
+		}
+		c.pending = c.pending[:0]
+		c.queue = append(c.queue, out)
+		c.row = c.queue[0]
+		c.queue = c.queue[1:]
 		c.stats.RowsOut++
 		return true
 	}
+	c.row = out
+	c.stats.RowsOut++
+	return true
+}
+
+// deadlineAbove asks Config.DeadlineAbove about curKey, once per key.
+func (c *Iterator) deadlineAbove() bool {
+	if c.cfg.DeadlineAbove == nil {
+		return false
+	}
+	if c.above == 0 {
+		c.above = 1
+		if c.cfg.DeadlineAbove(c.curKey) {
+			c.above = 2
+		}
+	}
+	return c.above == 2
 }
 
 // applyFilters runs the filter chain on a live row no snapshot can read.

@@ -31,6 +31,21 @@ func ttl(key string, seq uint64, expire int64, v string) format.Row {
 	return format.Row{Key: []byte(key), Seq: seq, Flags: ttlFlags, TS: expire - 10, ExpireTS: expire, Value: []byte(v)}
 }
 
+// dl is a deadline row setting key's deadline to expire (committed at 500).
+func dl(key string, seq uint64, expire int64) format.Row {
+	return format.Row{Key: []byte(key), Seq: seq, Flags: format.FlagDeadline | ttlFlags, TS: 500, ExpireTS: expire}
+}
+
+// persist is a deadline row removing key's deadline (committed at 500).
+func persist(key string, seq uint64) format.Row {
+	return format.Row{Key: []byte(key), Seq: seq, Flags: format.FlagDeadline | format.FlagHasTS, TS: 500}
+}
+
+// folded is value v under the deadline row dl(key, seq, expire).
+func folded(key string, seq uint64, expire int64, v string) format.Row {
+	return format.Row{Key: []byte(key), Seq: seq, Flags: ttlFlags, TS: 500, ExpireTS: expire, Value: []byte(v)}
+}
+
 // expiredTomb is the tombstone an expired row becomes: same key and seq, no
 // value, no expiry, and ts = the deadline it expired at (every expired row
 // in the table tests expires at now-1 = 999).
@@ -56,6 +71,8 @@ func fmtRow(r format.Row) string {
 	fmt.Fprintf(&b, "%q@%d", r.Key, r.Seq)
 	if r.IsTombstone() {
 		b.WriteString(" DEL")
+	} else if r.IsDeadline() {
+		b.WriteString(" DEADLINE")
 	} else {
 		fmt.Fprintf(&b, "=%q", r.Value)
 	}
@@ -562,6 +579,91 @@ func TestIteratorRules(t *testing.T) {
 			stats: Stats{RowsIn: 4, RowsOut: 3, ShadowedDropped: 1},
 		},
 		{
+			name:  "rule 4: a deadline row folds into the value beneath",
+			in:    []format.Row{dl("a", 5, 2000), val("a", 3, "v")},
+			cfg:   Config{Now: now},
+			want:  []format.Row{folded("a", 5, 2000, "v")},
+			stats: Stats{RowsIn: 2, RowsOut: 1, DeadlinesFolded: 1},
+		},
+		{
+			name:  "rule 4: a later deadline keeps a value its own expiry would drop",
+			in:    []format.Row{dl("a", 5, 2000), ttl("a", 3, now-1, "v")},
+			cfg:   Config{Now: now, Bottom: true},
+			want:  []format.Row{folded("a", 5, 2000, "v")},
+			stats: Stats{RowsIn: 2, RowsOut: 1, DeadlinesFolded: 1},
+		},
+		{
+			name:  "rule 4: an earlier deadline expires the folded row",
+			in:    []format.Row{dl("a", 5, now-1), val("a", 3, "v")},
+			cfg:   Config{Now: now},
+			want:  []format.Row{expiredTomb("a", 5)},
+			stats: Stats{RowsIn: 2, RowsOut: 1, DeadlinesFolded: 1, ExpiredToTombstone: 1},
+		},
+		{
+			name:  "rule 4: persist folds into a value that no longer expires",
+			in:    []format.Row{persist("a", 5), ttl("a", 3, now-1, "v")},
+			cfg:   Config{Now: now},
+			want:  []format.Row{{Key: []byte("a"), Seq: 5, Flags: format.FlagHasTS, TS: 500, Value: []byte("v")}},
+			stats: Stats{RowsIn: 2, RowsOut: 1, DeadlinesFolded: 1},
+		},
+		{
+			name:  "rule 4: of stacked deadline rows the newest decides",
+			in:    []format.Row{dl("a", 7, 3000), dl("a", 6, 1500), val("a", 2, "v")},
+			cfg:   Config{Now: now},
+			want:  []format.Row{folded("a", 7, 3000, "v")},
+			stats: Stats{RowsIn: 3, RowsOut: 1, DeadlinesFolded: 1, ShadowedDropped: 1},
+		},
+		{
+			name:  "rule 4: a deadline row over a tombstone folds into a tombstone",
+			in:    []format.Row{dl("a", 5, 2000), del("a", 3), val("a", 1, "old")},
+			cfg:   Config{Now: now},
+			want:  []format.Row{{Key: []byte("a"), Seq: 5, Flags: format.FlagTombstone | format.FlagHasTS, TS: 500}},
+			stats: Stats{RowsIn: 3, RowsOut: 1, DeadlinesFolded: 1, ShadowedDropped: 1},
+		},
+		{
+			name:  "rule 4: a deadline row over a tombstone at the bottom: both dropped",
+			in:    []format.Row{dl("a", 5, 2000), del("a", 3)},
+			cfg:   Config{Now: now, Bottom: true},
+			stats: Stats{RowsIn: 2, DeadlinesFolded: 1, TombstonesDropped: 1},
+		},
+		{
+			name:  "rule 4: a deadline row with nothing beneath is kept above the bottom",
+			in:    []format.Row{dl("a", 5, 2000), val("b", 4, "b")},
+			cfg:   Config{Now: now},
+			want:  []format.Row{dl("a", 5, 2000), val("b", 4, "b")},
+			stats: Stats{RowsIn: 2, RowsOut: 2},
+		},
+		{
+			name:  "rule 4: a deadline row with nothing beneath is dropped at the bottom",
+			in:    []format.Row{val("0", 9, "z"), dl("a", 5, 2000), dl("b", 4, 2000)},
+			cfg:   Config{Now: now, Bottom: true},
+			want:  []format.Row{val("0", 9, "z")},
+			stats: Stats{RowsIn: 3, RowsOut: 1, DeadlinesDropped: 2},
+		},
+		{
+			name:  "rule 5: a snapshot between keeps both, the value unchanged though expired",
+			in:    []format.Row{dl("a", 5, 2000), ttl("a", 3, now-1, "v")},
+			cfg:   Config{Now: now, Bottom: true, Snapshots: []uint64{4}},
+			want:  []format.Row{dl("a", 5, 2000), ttl("a", 3, now-1, "v")},
+			stats: Stats{RowsIn: 2, RowsOut: 2, ExpiredKept: 1},
+		},
+		{
+			name:  "rule 5: an expired deadline row kept alone becomes a tombstone and protects nothing",
+			in:    []format.Row{dl("a", 5, now-1), ttl("a", 3, now-1, "v")},
+			cfg:   Config{Now: now, Snapshots: []uint64{4}},
+			want:  []format.Row{expiredTomb("a", 5), expiredTomb("a", 3)},
+			stats: Stats{RowsIn: 2, RowsOut: 2, ExpiredToTombstone: 2},
+		},
+		{
+			name: "rule 5: a deadline row above the input keeps the newest version",
+			in:   []format.Row{ttl("a", 3, now-1, "v"), val("a", 1, "old"), ttl("b", 2, now-1, "w")},
+			cfg: Config{Now: now, Bottom: true, DeadlineAbove: func(k []byte) bool {
+				return string(k) == "a"
+			}},
+			want:  []format.Row{ttl("a", 3, now-1, "v")},
+			stats: Stats{RowsIn: 3, RowsOut: 1, ExpiredKept: 1, ShadowedDropped: 1, ExpiredDropped: 1},
+		},
+		{
 			name: "many keys mixed",
 			in: []format.Row{
 				val("k1", 20, "k1-20"), val("k1", 10, "k1-10"),
@@ -646,15 +748,35 @@ func TestIteratorRowStableUntilNext(t *testing.T) {
 // key in rows (any order): the newest version with Seq <= seq, absent if
 // there is none, it is a tombstone, or it has expired at now.
 func visible(rows []format.Row, key []byte, seq uint64, now int64) (string, bool) {
-	var best *format.Row
-	for i := range rows {
-		r := &rows[i]
-		if !bytes.Equal(r.Key, key) || r.Seq > seq {
-			continue
+	// newest returns the newest version of key at or below seq.
+	newest := func(seq uint64) *format.Row {
+		var best *format.Row
+		for i := range rows {
+			r := &rows[i]
+			if !bytes.Equal(r.Key, key) || r.Seq > seq {
+				continue
+			}
+			if best == nil || r.Seq > best.Seq {
+				best = r
+			}
 		}
-		if best == nil || r.Seq > best.Seq {
-			best = r
+		return best
+	}
+	best := newest(seq)
+	if best != nil && best.IsDeadline() {
+		// The value beneath the deadline row, under its deadline.
+		v := best
+		for v != nil && v.IsDeadline() && v.Seq > 0 {
+			v = newest(v.Seq - 1)
 		}
+		if v != nil && v.IsDeadline() {
+			v = nil
+		}
+		r, ok := format.Resolve(best, v)
+		if !ok {
+			return "", false
+		}
+		best = &r
 	}
 	if best == nil || !best.LiveAt(now) {
 		return "", false
@@ -684,19 +806,54 @@ func model(in []format.Row, cfg Config) ([]format.Row, Stats) {
 			expired bool
 		}
 		var ks []kept
-		last := -1
-		for _, r := range rows[i:j] {
-			s := stripe(r.Seq)
-			if last >= 0 && s == last {
-				st.ShadowedDropped++
-				continue
+		group := rows[i:j]
+		needValue := false // rule 5: the next kept version resolves a deadline row
+		for g := 0; g < len(group); {
+			// The versions of one stripe: group[g:h].
+			s := stripe(group[g].Seq)
+			h := g
+			for h < len(group) && stripe(group[h].Seq) == s {
+				h++
 			}
-			last = s
+			r := group[g]
+			st.ShadowedDropped += uint64(h - g - 1)
+			if r.IsDeadline() {
+				// Rule 4: fold into the first non-deadline row of the stripe.
+				v := -1
+				for x := g + 1; x < h; x++ {
+					if !group[x].IsDeadline() {
+						v = x
+						break
+					}
+				}
+				switch {
+				case v >= 0:
+					st.DeadlinesFolded++
+					st.ShadowedDropped--
+					f, ok := format.Resolve(&group[g], &group[v])
+					if !ok {
+						f = format.Row{Key: r.Key, Seq: r.Seq, Flags: format.FlagTombstone | format.FlagHasTS, TS: r.TS}
+					}
+					r = f
+				case h == len(group) && cfg.Bottom:
+					st.DeadlinesDropped++
+					g = h
+					continue
+				}
+			}
+			protect := needValue || len(ks) == 0 && cfg.DeadlineAbove != nil && cfg.DeadlineAbove(r.Key)
+			needValue = false
 			k := kept{row: r}
 			if r.ExpiredAt(cfg.Now) {
-				k = kept{row: format.Row{Key: r.Key, Seq: r.Seq, Flags: format.FlagTombstone | format.FlagHasTS, TS: r.ExpireTS}, expired: true}
+				if protect {
+					st.ExpiredKept++
+				} else {
+					k = kept{row: format.Row{Key: r.Key, Seq: r.Seq, Flags: format.FlagTombstone | format.FlagHasTS, TS: r.ExpireTS}, expired: true}
+				}
 			}
+			needValue = k.row.IsDeadline()
 			ks = append(ks, k)
+			g = h
 		}
 		if cfg.Bottom {
 			for len(ks) > 0 && ks[len(ks)-1].row.IsTombstone() {
@@ -735,7 +892,7 @@ func checkInvariants(t *testing.T, in, out []format.Row, st Stats, cfg Config, b
 	if st.RowsIn != uint64(len(in)) || st.RowsOut != uint64(len(out)) {
 		fail("stats rows in/out = %d/%d, want %d/%d", st.RowsIn, st.RowsOut, len(in), len(out))
 	}
-	if st.RowsIn != st.RowsOut+st.ShadowedDropped+st.ExpiredDropped+st.TombstonesDropped {
+	if st.RowsIn != st.RowsOut+st.ShadowedDropped+st.ExpiredDropped+st.TombstonesDropped+st.DeadlinesFolded+st.DeadlinesDropped {
 		fail("stats do not add up: %+v", st)
 	}
 	if !cfg.Bottom && (st.ExpiredDropped != 0 || st.TombstonesDropped != 0) {
@@ -749,8 +906,11 @@ func checkInvariants(t *testing.T, in, out []format.Row, st Stats, cfg Config, b
 		}
 	}
 
-	// Each output row is an input row, or the tombstone of an expired one.
-	expiredTombs := 0
+	// Each output row is an input row, or the tombstone of an expired one,
+	// or a deadline row folded (checked by the reads below). An expired row
+	// may be kept as it is for a deadline row (rule 5), as often as the
+	// stats say.
+	expiredTombs, expiredKept := 0, 0
 	for _, o := range out {
 		idx := slices.IndexFunc(in, func(r format.Row) bool { return bytes.Equal(r.Key, o.Key) && r.Seq == o.Seq })
 		if idx < 0 {
@@ -759,6 +919,16 @@ func checkInvariants(t *testing.T, in, out []format.Row, st Stats, cfg Config, b
 		}
 		src := in[idx]
 		keptExpired := cfg.KeepExpired && !cfg.Bottom
+		if src.IsDeadline() && !rowEqual(o, src) {
+			if o.HasValue() && o.ExpiredAt(cfg.Now) && !keptExpired {
+				expiredKept++ // a folded row kept for a deadline row above
+			}
+			continue
+		}
+		if src.ExpiredAt(cfg.Now) && !keptExpired && rowEqual(o, src) {
+			expiredKept++
+			continue
+		}
 		switch {
 		case src.ExpiredAt(cfg.Now) && keptExpired:
 			if !rowEqual(o, src) {
@@ -781,6 +951,9 @@ func checkInvariants(t *testing.T, in, out []format.Row, st Stats, cfg Config, b
 	}
 	if uint64(expiredTombs) > st.ExpiredToTombstone {
 		fail("%d expired rows emitted as tombstones, stats say %d", expiredTombs, st.ExpiredToTombstone)
+	}
+	if uint64(expiredKept) != st.ExpiredKept {
+		fail("%d expired rows kept as they are, stats say %d", expiredKept, st.ExpiredKept)
 	}
 
 	// At most one row per key per stripe; at the bottom the oldest row of a
@@ -855,7 +1028,11 @@ func genCase(rng *rand.Rand) randCase {
 	c.cfg.Now = now0 + int64(rng.IntN(5))
 	c.cfg.Bottom = rng.IntN(2) == 0
 	mkRow := func(key string, seq uint64) format.Row {
-		switch rng.IntN(4) {
+		switch rng.IntN(6) {
+		case 4:
+			return dl(key, seq, c.cfg.Now+int64(rng.IntN(7))-3)
+		case 5:
+			return persist(key, seq)
 		case 0:
 			return del(key, seq)
 		case 1:
@@ -891,6 +1068,14 @@ func genCase(rng *rand.Rand) randCase {
 	slices.Sort(c.cfg.Snapshots)
 	if rng.IntN(3) == 0 {
 		c.cfg.Snapshots = slices.Compact(c.cfg.Snapshots)
+	}
+	if rng.IntN(3) == 0 {
+		// A deadline row above the input, on some keys (rule 5).
+		hit := map[string]bool{}
+		for _, k := range keys {
+			hit[k] = rng.IntN(2) == 0
+		}
+		c.cfg.DeadlineAbove = func(k []byte) bool { return hit[string(k)] }
 	}
 	return c
 }

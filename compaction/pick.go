@@ -3,6 +3,8 @@ package compaction
 import (
 	"bytes"
 	"slices"
+
+	"github.com/mayflydb/mayfly/format"
 )
 
 // PickAuto returns the most urgent background compaction, or nil when
@@ -150,7 +152,9 @@ func pickLevel(v *Levels, l int, env *Env) *Pick {
 }
 
 // PickDrops returns the tables that can be deleted without being read:
-// every row a TTL row expired at env.Now, nothing older beneath them.
+// every row a TTL row expired at env.Now, nothing older beneath them, and
+// no deadline row above that may still apply to one of their rows
+// (deadlineReaches).
 func PickDrops(v *Levels, env *Env) *Pick {
 	var p *Pick
 	for l := range v {
@@ -163,7 +167,7 @@ func PickDrops(v *Levels, env *Env) *Pick {
 			if l == 0 && anyOverlap(v[0][i+1:], lo, hi) {
 				continue // an older L0 table may hold older versions
 			}
-			if !nothingBelow(v, l, lo, hi) {
+			if !nothingBelow(v, l, lo, hi) || deadlineReaches(v, l, i, env) {
 				continue
 			}
 			tables = append(tables, t)
@@ -176,6 +180,39 @@ func PickDrops(v *Levels, env *Env) *Pick {
 		}
 	}
 	return p
+}
+
+// deadlineReaches reports whether a deadline row in data newer than table
+// i of level l (a memtable, a newer level-0 table, a table of an upper
+// level) may apply to one of its rows, whose own deadlines then no longer
+// count. A deadline row is written only over a live value, so it can apply
+// to a row of the table only if it committed no later than the table's
+// latest deadline; the check compares that with the earliest commit time
+// among the deadline rows of each newer source (a table's MinTS bounds it
+// from below; a compaction that drops an older deadline row under a newer
+// one keeps the older commit time, compaction rule 4).
+func deadlineReaches(v *Levels, l, i int, env *Env) bool {
+	t := v[l][i].Meta
+	if env.MemDeadlines && env.MemDeadlineMinTS <= t.MaxExpireTS {
+		return true
+	}
+	lo, hi := t.SmallestUserKey(), t.LargestUserKey()
+	for above := 0; above <= l; above++ {
+		tables := v[above]
+		if above == l {
+			if l != 0 {
+				break
+			}
+			tables = tables[:i] // newer level-0 tables
+		}
+		for _, u := range tables {
+			m := u.Meta
+			if m.RowFeatures&format.FlagDeadline != 0 && m.MinTS <= t.MaxExpireTS && m.Overlaps(lo, hi) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // NextDropTS returns the earliest time after now at which a table not

@@ -112,6 +112,11 @@ type Env struct {
 	// 0 if none is open.
 	OldestSnapshotTime int64
 	Running            []InProgress
+	// MemDeadlines is true when a memtable holds a deadline row;
+	// MemDeadlineMinTS is then the earliest commit time among those rows
+	// (see PickDrops).
+	MemDeadlines     bool
+	MemDeadlineMinTS int64
 	// Cursor holds, per level, the largest user key of the last table
 	// compacted out of it (round-robin position).
 	Cursor *[NumLevels][]byte

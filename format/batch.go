@@ -17,14 +17,17 @@ import (
 //
 // Each entry is:
 //
-//	+----------+------------------------+---------------+-----+-----------------+-------+
-//	| flags u8 | expire_ts i64          | uvarint       | key | uvarint         | value |
-//	|          | (only if FlagHasExpire)| key length    |     | value length    |       |
-//	|          |                        |               |     | (not tombstone) |       |
-//	+----------+------------------------+---------------+-----+-----------------+-------+
+//	+----------+------------------------+---------------+-----+--------------------+-------+
+//	| flags u8 | expire_ts i64          | uvarint       | key | uvarint            | value |
+//	|          | (only if FlagHasExpire)| key length    |     | value length       |       |
+//	|          |                        |               |     | (only value rows)  |       |
+//	+----------+------------------------+---------------+-----+--------------------+-------+
 //
-// The i-th entry gets sequence number seq+i. Rows that carry an expiry, and
-// tombstones, also carry ts = commit_ts (FlagHasTS); the header's commit_ts is the engine
+// flags is one of: a value row (0 or FlagHasExpire), a tombstone
+// (FlagTombstone) or a deadline row (FlagDeadline, with or without
+// FlagHasExpire); tombstones and deadline rows have no value field.
+// The i-th entry gets sequence number seq+i. Rows that carry an expiry,
+// tombstones and deadline rows also carry ts = commit_ts (FlagHasTS); the header's commit_ts is the engine
 // clock reading the batch committed at, and seeds the clock on recovery.
 // expire_ts is fixed width so that a relative TTL can be stamped in place as
 // an absolute deadline when the batch commits.
@@ -70,7 +73,7 @@ func AppendBatchEntry(dst []byte, flags uint8, expireSlot int64, key, value []by
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(key)))
 	dst = append(dst, key...)
-	if flags&FlagTombstone == 0 {
+	if FlagsHaveValue(flags) {
 		dst = binary.AppendUvarint(dst, uint64(len(value)))
 		dst = append(dst, value...)
 	}
@@ -124,14 +127,15 @@ func (br *BatchReader) Next(r *Row) (ok bool, err error) {
 		return bad("truncated")
 	}
 	flags := d[0]
-	if flags&^(FlagTombstone|FlagHasExpire) != 0 {
+	if flags&^(FlagTombstone|FlagHasExpire|FlagDeadline) != 0 || !ValidKind(flags) {
 		return bad(fmt.Sprintf("invalid flags %#x", flags))
 	}
 	n := 1
 	*r = Row{Seq: br.header.Seq + uint64(br.i), Flags: flags}
-	if flags&FlagTombstone != 0 {
+	if !FlagsHaveValue(flags) {
 		// A tombstone records when it was written, so that compaction can
-		// bound how long deleted data stays on disk.
+		// bound how long deleted data stays on disk; a deadline row, so
+		// that its folded value keeps a creation time.
 		r.TS = br.header.CommitTS
 		r.Flags |= FlagHasTS
 	}
@@ -151,7 +155,7 @@ func (br *BatchReader) Next(r *Row) (ok bool, err error) {
 	n += m
 	r.Key = d[n : n+int(klen) : n+int(klen)]
 	n += int(klen)
-	if flags&FlagTombstone == 0 {
+	if FlagsHaveValue(flags) {
 		vlen, m := binary.Uvarint(d[n:])
 		if m <= 0 || vlen > uint64(len(d)-n-m) {
 			return bad("bad value length")

@@ -24,7 +24,8 @@
 //	bit 0  FlagTombstone  the row deletes the key; it has no value
 //	bit 1  FlagHasTS      the row carries ts (creation time, Unix ms)
 //	bit 2  FlagHasExpire  the row carries expire_ts (Unix ms)
-//	bits 3-7              reserved; a reader rejects them as corruption
+//	bit 3  FlagDeadline   the row sets its key's deadline; it has no value
+//	bits 4-7              reserved; a reader rejects them as corruption
 //
 // Rows without a TTL carry neither ts nor expire_ts: they pay nothing for the
 // feature. Where present the attributes are encoded after the key as
@@ -35,6 +36,20 @@
 // A row with FlagHasExpire is visible while now <= ExpireTS and is treated as
 // absent once now > ExpireTS (see Row.ExpiredAt). An expired row still hides
 // every older version of its key: expiry never uncovers older data.
+//
+// # Deadline rows
+//
+// A deadline row (FlagDeadline, never with FlagTombstone) changes the
+// deadline of the value beneath it without repeating the value: with
+// FlagHasExpire the key's deadline becomes ExpireTS, without it the key no
+// longer expires. It is written only over a live value, and always carries
+// ts (its commit time). A reader resolves it against the versions below
+// (see Resolve): the value comes from the newest older row that is not a
+// deadline row, the deadline from the newest deadline row above that value,
+// and the key is absent if the value row is a tombstone or missing. The
+// value row's own expire_ts then no longer counts. Compaction folds a
+// deadline row into the value beneath when no snapshot separates them
+// (RFC 0008, "Deadline rows").
 //
 // This package is engine-internal: it is importable (tools and tests read
 // its types), but it has no compatibility promise; the stable API is
@@ -51,10 +66,14 @@ const (
 	FlagTombstone uint8 = 1 << 0
 	FlagHasTS     uint8 = 1 << 1
 	FlagHasExpire uint8 = 1 << 2
+	FlagDeadline  uint8 = 1 << 3
 
 	// KnownFlags is the set of bits a reader understands. A row with any
 	// other bit set is corrupt (or written by a newer format version).
-	KnownFlags = FlagTombstone | FlagHasTS | FlagHasExpire
+	KnownFlags = FlagTombstone | FlagHasTS | FlagHasExpire | FlagDeadline
+
+	// noValue marks the kinds of row that carry no value.
+	noValue = FlagTombstone | FlagDeadline
 )
 
 // MaxSeq is the largest sequence number a row can carry.
@@ -69,7 +88,7 @@ const TrailerLen = 8
 type Row struct {
 	Key      []byte // user key
 	Seq      uint64 // sequence number, at most MaxSeq
-	Flags    uint8  // FlagTombstone | FlagHasTS | FlagHasExpire
+	Flags    uint8  // FlagTombstone | FlagHasTS | FlagHasExpire | FlagDeadline
 	TS       int64  // creation time in Unix milliseconds; valid if FlagHasTS
 	ExpireTS int64  // expiry deadline in Unix milliseconds; valid if FlagHasExpire
 	Value    []byte // nil for tombstones
@@ -77,6 +96,21 @@ type Row struct {
 
 // IsTombstone reports whether the row deletes its key.
 func (r *Row) IsTombstone() bool { return r.Flags&FlagTombstone != 0 }
+
+// IsDeadline reports whether the row is a deadline row: it sets the
+// deadline of the value beneath it and has no value of its own.
+func (r *Row) IsDeadline() bool { return r.Flags&FlagDeadline != 0 }
+
+// HasValue reports whether the row kind carries a value (neither a
+// tombstone nor a deadline row).
+func (r *Row) HasValue() bool { return r.Flags&noValue == 0 }
+
+// FlagsHaveValue is HasValue for a bare flags byte.
+func FlagsHaveValue(flags uint8) bool { return flags&noValue == 0 }
+
+// ValidKind reports whether flags name one kind of row: a tombstone and a
+// deadline row at once is corrupt.
+func ValidKind(flags uint8) bool { return flags&noValue != noValue && flags&^KnownFlags == 0 }
 
 // HasExpiry reports whether the row carries an expiry deadline.
 func (r *Row) HasExpiry() bool { return r.Flags&FlagHasExpire != 0 }
@@ -89,9 +123,26 @@ func (r *Row) ExpiredAt(nowMillis int64) bool {
 }
 
 // LiveAt reports whether a reader at nowMillis sees a value in this row:
-// it is neither a tombstone nor expired.
+// it is a value row (neither a tombstone nor a deadline row) and not
+// expired. A deadline row needs Resolve.
 func (r *Row) LiveAt(nowMillis int64) bool {
-	return r.Flags&FlagTombstone == 0 && !r.ExpiredAt(nowMillis)
+	return r.Flags&noValue == 0 && !r.ExpiredAt(nowMillis)
+}
+
+// Resolve applies deadline row d (the newest version of its key) to v, the
+// newest older version that is not a deadline row (nil if there is none):
+// it returns the row a reader sees, v's value under d's deadline, with d's
+// sequence number; ok is false when the key is absent (v is nil or a
+// tombstone). The returned row aliases v's key and value.
+func Resolve(d, v *Row) (Row, bool) {
+	if v == nil || v.Flags&FlagTombstone != 0 {
+		return Row{}, false
+	}
+	r := *v
+	r.Seq = d.Seq
+	r.Flags = v.Flags&^(FlagHasExpire|FlagHasTS) | d.Flags&(FlagHasExpire|FlagHasTS)
+	r.TS, r.ExpireTS = d.TS, d.ExpireTS
+	return r, true
 }
 
 // Trailer returns the 8-byte trailer value (seq << 8 | flags).
@@ -169,7 +220,7 @@ func SplitInternalKey(ikey []byte) (ukey []byte, seq uint64, flags uint8, ok boo
 	n := len(ikey) - TrailerLen
 	t := binary.LittleEndian.Uint64(ikey[n:])
 	flags = uint8(t)
-	if flags&^KnownFlags != 0 {
+	if !ValidKind(flags) {
 		return nil, 0, 0, false
 	}
 	return ikey[:n:n], t >> 8, flags, true

@@ -73,9 +73,13 @@ type Memtable struct {
 	// to; nil: none.
 	pool *Pool
 
-	size   atomic.Int64 // approximate bytes used
-	rows   atomic.Int64
-	logNum uint64 // WAL segment holding this memtable's rows
+	size atomic.Int64 // approximate bytes used
+	rows atomic.Int64
+	// deadlineRows counts the deadline rows (format.FlagDeadline) added;
+	// deadlineMinTS, guarded by mu, is the earliest commit time among them.
+	deadlineRows  atomic.Int64
+	deadlineMinTS int64
+	logNum        uint64 // WAL segment holding this memtable's rows
 
 	refs     atomic.Int32 // references; the arena is freed when they reach 0
 	released bool         // the arena is freed; guarded by mu
@@ -208,8 +212,14 @@ func (m *Memtable) spill() {
 	m.tail.reset(m.pool, false)
 }
 
-// noteExpiry folds r into the expiry summary. Caller holds mu.
+// noteExpiry folds r into the expiry summary, and counts it if it is a
+// deadline row. Caller holds mu.
 func (m *Memtable) noteExpiry(r *format.Row) {
+	if r.IsDeadline() {
+		if m.deadlineRows.Add(1) == 1 || r.TS < m.deadlineMinTS {
+			m.deadlineMinTS = r.TS
+		}
+	}
 	if !r.HasExpiry() || r.IsTombstone() {
 		return
 	}
@@ -223,6 +233,20 @@ func (m *Memtable) noteExpiry(r *format.Row) {
 	}
 	m.firstTTLWrite = min(m.firstTTLWrite, ts)
 	m.minExpire = min(m.minExpire, r.ExpireTS)
+}
+
+// HasDeadlineRows reports whether a deadline row (format.FlagDeadline) was
+// added to the memtable.
+func (m *Memtable) HasDeadlineRows() bool { return m.deadlineRows.Load() > 0 }
+
+// DeadlineMinTS returns the earliest commit time (Unix ms) among the
+// memtable's deadline rows; ok is false when it holds none. A deadline row
+// applies only to a value live when it committed, so a row whose deadline
+// passed before this time is beyond the reach of every deadline row here.
+func (m *Memtable) DeadlineMinTS() (ts int64, ok bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.deadlineMinTS, m.deadlineRows.Load() > 0
 }
 
 // ExpirySummary returns the earliest commit time of the memtable's rows

@@ -247,9 +247,9 @@ func (it *blockIter) finishEntry(off, p int, vlen uint64) bool {
 		return it.corrupt(off, "value runs past the block")
 	}
 	end := p + int(vlen)
-	if flags&format.FlagTombstone != 0 && !it.isIndex {
+	if !format.FlagsHaveValue(flags) && !it.isIndex {
 		if vlen != 0 {
-			return it.corrupt(off, "tombstone with a value")
+			return it.corrupt(off, "tombstone or deadline row with a value")
 		}
 		r.Value = nil
 	} else {

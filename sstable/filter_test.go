@@ -183,13 +183,28 @@ func TestBlockedFilterCorrupt(t *testing.T) {
 	}
 }
 
-// TestFormatVersions checks that new tables are written at FormatVersion,
-// the legacy golden table is at version 1 and still opens, and a version
-// above FormatVersion is rejected as corruption.
+// TestFormatVersions checks that new tables are written at version 2, or
+// at FormatVersion (3) when they hold a deadline row, and read back with
+// it; the legacy golden table is at version 1 and still opens, and a
+// version above FormatVersion is rejected as corruption.
 func TestFormatVersions(t *testing.T) {
 	data, props := buildTable(t, genRows(10, 1), WriterOptions{BloomBitsPerKey: 10})
-	if props.FormatVersion != FormatVersion {
-		t.Fatalf("new table at version %d, want %d", props.FormatVersion, FormatVersion)
+	if props.FormatVersion != plainFormatVersion {
+		t.Fatalf("new table at version %d, want %d", props.FormatVersion, plainFormatVersion)
+	}
+	rows := genRows(10, 1)
+	rows[3] = format.Row{Key: rows[3].Key, Seq: rows[3].Seq, Flags: format.FlagDeadline | format.FlagHasTS | format.FlagHasExpire, TS: 5, ExpireTS: 9}
+	withDeadline, dprops := buildTable(t, rows, WriterOptions{BloomBitsPerKey: 10})
+	if dprops.FormatVersion != FormatVersion {
+		t.Fatalf("table with a deadline row at version %d, want %d", dprops.FormatVersion, FormatVersion)
+	}
+	dr := openTable(t, withDeadline, nil)
+	if got := dr.Properties().FormatVersion; got != FormatVersion {
+		t.Fatalf("reopened at version %d", got)
+	}
+	got, found, err := dr.Get(rows[3].Key, format.MaxSeq)
+	if err != nil || !found || !got.IsDeadline() || got.Value != nil || got.ExpireTS != 9 {
+		t.Fatalf("deadline row read back as %+v, %v, %v", got, found, err)
 	}
 	legacy, err := os.ReadFile("testdata/legacy-filter-v1.sst")
 	if err != nil {

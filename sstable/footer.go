@@ -33,15 +33,23 @@ package sstable
 import (
 	"encoding/binary"
 	"hash/crc32"
+
+	"github.com/mayflydb/mayfly/format"
 )
 
 const (
 	// FooterLen is the size of the footer.
 	FooterLen = 64
-	// FormatVersion is the table format this package writes. Version 2
-	// added the blocked filter type (filter.go); this package still reads
-	// version 1 tables (MinFormatVersion and up).
-	FormatVersion = 2
+	// FormatVersion is the newest table format this package writes and
+	// reads. Version 2 added the blocked filter type (filter.go); version 3
+	// added deadline rows (format.FlagDeadline). A table is written at
+	// version 3 only if it holds a deadline row, else at version 2
+	// (versionFor), so that a binary that predates deadline rows reads
+	// every table of a database that never used them and names the
+	// version of one that did. This package reads MinFormatVersion and up.
+	FormatVersion = 3
+	// plainFormatVersion is the version of a table without deadline rows.
+	plainFormatVersion = 2
 	// MinFormatVersion is the oldest table format this package reads.
 	MinFormatVersion = 1
 	// Magic ends every table; on disk it reads "MAYFLYs1".
@@ -49,6 +57,15 @@ const (
 
 	trailerLen = 5
 )
+
+// versionFor returns the format version of a table whose rows' flags OR to
+// rowFeatures.
+func versionFor(rowFeatures uint8) uint32 {
+	if rowFeatures&format.FlagDeadline != 0 {
+		return FormatVersion
+	}
+	return plainFormatVersion
+}
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 

@@ -20,7 +20,7 @@ func TestProperties(t *testing.T) {
 	}
 	data, got := buildTable(t, rows, WriterOptions{CreationTime: 1_700_000_000_123, BloomBitsPerKey: 10, BlockSize: 16})
 	want := &Properties{
-		FormatVersion: FormatVersion,
+		FormatVersion: plainFormatVersion,
 		TableStats: format.TableStats{
 			RowFeatures:  format.FlagTombstone | format.FlagHasTS | format.FlagHasExpire,
 			CreationTime: 1_700_000_000_123,

@@ -76,7 +76,6 @@ func NewWriter(w io.Writer, opts WriterOptions) *Writer {
 	if !opts.Compression.Valid() {
 		wr.err = fmt.Errorf("sstable: unknown compression %v", opts.Compression)
 	}
-	wr.props.FormatVersion = FormatVersion
 	wr.props.CreationTime = opts.CreationTime
 	return wr
 }
@@ -100,8 +99,10 @@ func (w *Writer) Add(r *format.Row) error {
 		return fmt.Errorf("sstable: row %q has sequence %d above MaxSeq", r.Key, r.Seq)
 	case r.Flags&format.FlagHasTS != 0 && r.TS < 0, r.Flags&format.FlagHasExpire != 0 && r.ExpireTS < 0:
 		return fmt.Errorf("sstable: row %q has a negative time", r.Key)
-	case r.Flags&format.FlagTombstone != 0 && len(r.Value) != 0:
-		return fmt.Errorf("sstable: tombstone %q has a value", r.Key)
+	case !format.ValidKind(r.Flags):
+		return fmt.Errorf("sstable: row %q is both a tombstone and a deadline row", r.Key)
+	case !r.HasValue() && len(r.Value) != 0:
+		return fmt.Errorf("sstable: tombstone or deadline row %q has a value", r.Key)
 	case w.filter != nil && !w.filter.canAdd():
 		return fmt.Errorf("sstable: table too large for its filter")
 	}
@@ -227,7 +228,8 @@ func (w *Writer) Finish() (*Properties, error) {
 		return nil, err
 	}
 	var ft footer
-	ft.version = FormatVersion
+	ft.version = versionFor(w.props.RowFeatures)
+	w.props.FormatVersion = ft.version
 	if w.filter != nil {
 		b, err := w.filter.build()
 		w.releaseFilter() // build copied what it needs into b

@@ -1,0 +1,112 @@
+package mayfly
+
+import (
+	"github.com/mayflydb/mayfly/compaction"
+	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/memtable"
+)
+
+// Deadline rows above a flush or compaction (compaction rule 5).
+//
+// A deadline row sets the deadline of the value beneath it, whose own
+// expire_ts then no longer counts. A flush or compaction that reads the
+// value but not the deadline row (it lies in newer data: a newer memtable
+// or a table of an upper level) must not treat the value as expired by its
+// own deadline. deadlineAbove builds the check it asks, per key, for an
+// expired newest version: does any of the newer sources that hold deadline
+// rows hold a version of that key? Sources without deadline rows are left
+// out, so a database that never changed a deadline pays nothing; a filter
+// false positive only keeps an expired row a little longer.
+//
+// Sources are the ones present when the flush or compaction starts. A
+// deadline row committed later cannot apply to a row it treats as expired:
+// a deadline row is written only over a live value, its commit time is no
+// earlier than the compaction's Now (the clock never runs backwards), and a
+// row expired at Now was not live then.
+
+// deadlineSources are the newer memtables and tables holding deadline rows.
+type deadlineSources struct {
+	mems   []*memtable.Memtable
+	tables []*tableFile
+}
+
+// check reports whether a version of key may exist in the sources.
+func (s *deadlineSources) check(key []byte) bool {
+	for _, m := range s.mems {
+		if _, ok := m.Get(key, format.MaxSeq); ok {
+			return true
+		}
+	}
+	for _, t := range s.tables {
+		if !t.Meta.Overlaps(key, key) {
+			continue
+		}
+		if ok, err := t.reader.MayContain(key); ok || err != nil {
+			return true // an unreadable filter: assume the key is there
+		}
+	}
+	return false
+}
+
+// fn returns the check as a Config.DeadlineAbove, or nil if no source
+// holds a deadline row.
+func (s *deadlineSources) fn() func([]byte) bool {
+	if len(s.mems) == 0 && len(s.tables) == 0 {
+		return nil
+	}
+	return s.check
+}
+
+func (s *deadlineSources) addMem(m *memtable.Memtable) {
+	if m.HasDeadlineRows() {
+		s.mems = append(s.mems, m)
+	}
+}
+
+func (s *deadlineSources) addTable(t *tableFile, lo, hi []byte) {
+	if t.Meta.RowFeatures&format.FlagDeadline != 0 && t.Meta.Overlaps(lo, hi) {
+		s.tables = append(s.tables, t)
+	}
+}
+
+// flushDeadlineSources returns the sources above memtable m, the oldest
+// frozen one: every newer memtable of rs.
+func flushDeadlineSources(rs *readState, m *memtable.Memtable) *deadlineSources {
+	s := &deadlineSources{}
+	s.addMem(rs.mem)
+	for _, im := range rs.imm {
+		if im != m {
+			s.addMem(im)
+		}
+	}
+	return s
+}
+
+// compactionDeadlineSources returns the sources above compaction j's
+// inputs in rs: every memtable, the level-0 tables that are not inputs,
+// and the tables of the levels above the first input level, each if it
+// overlaps the inputs' key range [j.Lo, j.Hi].
+func compactionDeadlineSources(rs *readState, j *compactionJob) *deadlineSources {
+	s := &deadlineSources{}
+	s.addMem(rs.mem)
+	for _, m := range rs.imm {
+		s.addMem(m)
+	}
+	top := compaction.NumLevels
+	isInput := map[*tableFile]bool{}
+	for i, in := range j.Inputs {
+		top = min(top, in.Level)
+		for _, t := range j.inputs[i] {
+			isInput[t] = true
+		}
+	}
+	// Level 0 always: its tables that are not inputs may be newer.
+	for l := range max(top, 1) {
+		for _, t := range rs.v.levels[l] {
+			if !isInput[t] {
+				s.addTable(t, j.Lo, j.Hi)
+			}
+		}
+	}
+	return s
+}

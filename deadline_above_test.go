@@ -1,0 +1,80 @@
+package mayfly
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mayflydb/mayfly/clock"
+)
+
+// writeDeadline commits a deadline row for key, unconditionally (the
+// public operations add the condition that the key is live).
+func writeDeadline(t *testing.T, db *DB, key string, ttl TTL) {
+	t.Helper()
+	b := db.NewBatch()
+	defer b.Close()
+	if err := b.appendDeadline([]byte(key), ttl); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Write(nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDeadlineRowKeepsValueBelowCompaction: a value whose own deadline has
+// passed survives every compaction and whole-file drop while a deadline row
+// in newer data (the memtable, then level 0) extends it; it leaves once the
+// extended deadline passes.
+func TestDeadlineRowKeepsValueBelowCompaction(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openTestDB(t, t.TempDir(), clk, func(o *Options) { o.DisableAutoCompaction = true })
+	defer db.Close()
+	ctx := context.Background()
+	if err := db.PutTTL([]byte("k"), []byte("v"), ExpireAfter(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(ctx, nil, nil); err != nil { // the value reaches the bottom
+		t.Fatal(err)
+	}
+	writeDeadline(t, db, "k", ExpireAfter(time.Minute))
+	clk.Advance(30 * time.Second) // past the value's own deadline
+	mustGet(t, db, "k", "v")
+
+	// The table below holds only expired rows by their own deadlines: a
+	// drop or rewrite that ignored the deadline row would lose the key.
+	if err := db.ReclaimExpired(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, db, "k", "v")
+	if err := db.CompactWith(ctx, nil, nil, &CompactOptions{OutputLevel: 6}); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, db, "k", "v")
+
+	// Flushed to level 0 above the value: still extended.
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ReclaimExpired(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, db, "k", "v")
+	if left, expires, err := db.TTL([]byte("k")); err != nil || !expires || left != 30*time.Second {
+		t.Fatalf("TTL = %v, %v, %v; want 30s left", left, expires, err)
+	}
+
+	// Past the extended deadline the key goes, and compaction removes it.
+	clk.Advance(30*time.Second + time.Millisecond)
+	mustGet(t, db, "k", "")
+	if err := db.Compact(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, db, "k", "")
+	if m := db.Metrics(); m.Levels[6].Rows+m.Levels[0].Rows != 0 {
+		t.Fatalf("expired key still on disk: %+v", m.Levels)
+	}
+}
