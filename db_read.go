@@ -36,6 +36,22 @@ func (db *DB) TTL(key []byte) (remaining time.Duration, expires bool, err error)
 	return db.ttlAt(key, latestSeq, db.clock.NowMillis())
 }
 
+// ExpireTime returns when key expires: the last instant (millisecond) at
+// which it is still visible, and expires == true; a live key without a
+// deadline returns expires == false. A missing, deleted or expired key
+// returns ErrNotFound. It is Redis's EXPIRETIME, where TTL is its PTTL.
+func (db *DB) ExpireTime(key []byte) (deadline time.Time, expires bool, err error) {
+	return db.expireTimeAt(key, latestSeq, nowUnread)
+}
+
+func (db *DB) expireTimeAt(key []byte, seq uint64, now int64) (time.Time, bool, error) {
+	r, err := db.lookup(key, seq, now, nil, false)
+	if err != nil || !r.HasExpiry() {
+		return time.Time{}, false, err
+	}
+	return time.UnixMilli(r.ExpireTS), true, nil
+}
+
 // getAt appends the value of key at snapshot sequence seq and time now to
 // dst (nil: a new slice of its own); on error it returns dst.
 func (db *DB) getAt(dst, key []byte, seq uint64, now int64) ([]byte, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"iter"
+	"time"
 
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/internal/merge"
@@ -414,6 +415,18 @@ func (it *Iterator) Value() []byte {
 	return it.value
 }
 
+// ExpireTime returns the deadline of the current key: the last instant
+// (millisecond) it is visible, and expires == true; expires is false for a
+// key without a deadline, and when the iterator is not at a key. It reads
+// the deadline from the row found, so a scan that needs each key's expiry
+// does not look the key up again.
+func (it *Iterator) ExpireTime() (deadline time.Time, expires bool) {
+	if !it.Valid() || !it.expires {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(it.deadline), true
+}
+
 // Error returns the first error the iterator met, or an error wrapping
 // ErrClosed once its DB is closed.
 func (it *Iterator) Error() error {
@@ -461,8 +474,13 @@ func (it *Iterator) All() iter.Seq2[[]byte, []byte] {
 // an error ends the sequence early and is reported through errp if errp is
 // not nil.
 func (db *DB) Scan(lower, upper []byte, errp *error) iter.Seq2[[]byte, []byte] {
+	return scan(db.NewIter, lower, upper, errp)
+}
+
+// scan is Scan over the iterators newIter opens.
+func scan(newIter func(*IterOptions) (*Iterator, error), lower, upper []byte, errp *error) iter.Seq2[[]byte, []byte] {
 	return func(yield func([]byte, []byte) bool) {
-		it, err := db.NewIter(&IterOptions{LowerBound: lower, UpperBound: upper})
+		it, err := newIter(&IterOptions{LowerBound: lower, UpperBound: upper})
 		if err != nil {
 			if errp != nil {
 				*errp = err

@@ -581,3 +581,150 @@ func BenchmarkSeekGEMultiLevel(b *testing.B) {
 		reportShape(b, db)
 	})
 }
+
+// TestDeadlineRowsReadAlike: with deadline rows over values in every
+// layer (memtable, level 0, lower levels, across snapshots), Get, TTL, a
+// forward and a backward iterator all see what a model of the key's value
+// and deadline says, at every step of random writes, deadline changes,
+// flushes, compactions and clock moves. Deadline rows are written only over
+// live keys, as the public operations do.
+func TestDeadlineRowsReadAlike(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 19))
+	clk := clock.NewManual(epoch)
+	db := openTestDB(t, t.TempDir(), clk, func(o *Options) { o.DisableAutoCompaction = true })
+	defer db.Close()
+	type state struct {
+		val      string
+		live     bool
+		expires  bool
+		deadline int64
+	}
+	const nkeys = 12
+	model := map[string]*state{}
+	key := func(i int) string { return fmt.Sprintf("k%02d", i) }
+	liveAt := func(s *state, now int64) bool { return s != nil && s.live && !(s.expires && s.deadline < now) }
+	randTTL := func() (TTL, bool, int64) {
+		switch rng.IntN(3) {
+		case 0:
+			return NoExpiry(), false, 0
+		default:
+			d := time.Duration(1+rng.IntN(40)) * time.Second
+			return ExpireAfter(d), true, clk.NowMillis() + d.Milliseconds()
+		}
+	}
+	ctx := context.Background()
+	var snaps []*Snapshot
+	for step := range 600 {
+		k := key(rng.IntN(nkeys))
+		now := clk.NowMillis()
+		switch op := rng.IntN(20); {
+		case op < 6:
+			ttl, exp, dl := randTTL()
+			v := fmt.Sprintf("v%d", step)
+			if err := db.PutTTL([]byte(k), []byte(v), ttl); err != nil {
+				t.Fatal(err)
+			}
+			model[k] = &state{val: v, live: true, expires: exp, deadline: dl}
+		case op < 7:
+			if err := db.Delete([]byte(k)); err != nil {
+				t.Fatal(err)
+			}
+			model[k] = &state{}
+		case op < 13:
+			if s := model[k]; liveAt(s, now) {
+				ttl, exp, dl := randTTL()
+				writeDeadline(t, db, k, ttl)
+				s.expires, s.deadline = exp, dl
+			}
+		case op < 15:
+			clk.Advance(time.Duration(rng.IntN(8000)) * time.Millisecond)
+		case op < 16:
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		case op < 17:
+			lo, hi := key(rng.IntN(nkeys)), key(rng.IntN(nkeys))
+			if lo > hi {
+				lo, hi = hi, lo
+			}
+			if err := db.CompactWith(ctx, []byte(lo), []byte(hi), &CompactOptions{OutputLevel: 1 + rng.IntN(6)}); err != nil {
+				t.Fatal(err)
+			}
+		case op < 18:
+			if err := db.ReclaimExpired(ctx); err != nil {
+				t.Fatal(err)
+			}
+		case op < 19:
+			sn, err := db.NewSnapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			snaps = append(snaps, sn)
+		default:
+			if len(snaps) > 0 {
+				snaps[0].Close()
+				snaps = snaps[1:]
+			}
+		}
+		checkDeadlineModel(t, db, clk.NowMillis(), nkeys, key, func(k string) (string, bool, bool, int64) {
+			s := model[k]
+			if !liveAt(s, clk.NowMillis()) {
+				return "", false, false, 0
+			}
+			return s.val, true, s.expires, s.deadline
+		})
+		if t.Failed() {
+			t.Fatalf("step %d (seed %d)", step, seed)
+		}
+	}
+	for _, s := range snaps {
+		s.Close()
+	}
+}
+
+// checkDeadlineModel compares Get, TTL and both iterator directions with
+// want for every key.
+func checkDeadlineModel(t *testing.T, db *DB, now int64, nkeys int, key func(int) string,
+	want func(string) (val string, live, expires bool, deadline int64)) {
+	t.Helper()
+	var fwd, bwd []string
+	it, err := db.NewIter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		fwd = append(fwd, string(it.Key())+"="+string(it.Value()))
+	}
+	for ok := it.Last(); ok; ok = it.Prev() {
+		bwd = append([]string{string(it.Key()) + "=" + string(it.Value())}, bwd...)
+	}
+	if err := it.Error(); err != nil {
+		t.Fatal(err)
+	}
+	var model []string
+	for i := range nkeys {
+		k := key(i)
+		val, live, expires, deadline := want(k)
+		got, err := db.Get([]byte(k))
+		switch {
+		case !live && !errors.Is(err, ErrNotFound):
+			t.Errorf("Get(%s) = %q, %v; want not found", k, got, err)
+		case live && (err != nil || string(got) != val):
+			t.Errorf("Get(%s) = %q, %v; want %q", k, got, err, val)
+		}
+		if !live {
+			continue
+		}
+		model = append(model, k+"="+val)
+		left, exp, err := db.TTL([]byte(k))
+		if err != nil || exp != expires || expires && left != time.Duration(deadline-now)*time.Millisecond {
+			t.Errorf("TTL(%s) = %v, %v, %v; want expires %v, deadline in %dms", k, left, exp, err, expires, deadline-now)
+		}
+	}
+	if fmt.Sprint(fwd) != fmt.Sprint(model) || fmt.Sprint(bwd) != fmt.Sprint(model) {
+		t.Errorf("scans disagree with the model\nforward  %v\nbackward %v\nmodel    %v", fwd, bwd, model)
+	}
+}

@@ -1,6 +1,7 @@
 package mayfly
 
 import (
+	"iter"
 	"sync"
 	"time"
 )
@@ -75,6 +76,21 @@ func (s *Snapshot) NewIter(opts *IterOptions) (*Iterator, error) {
 		return nil, err
 	}
 	return s.db.newIter(opts, s.seq, s.now)
+}
+
+// Scan is DB.Scan over the snapshot: the live keys in [lower, upper) as of
+// the snapshot's sequence number and time.
+func (s *Snapshot) Scan(lower, upper []byte, errp *error) iter.Seq2[[]byte, []byte] {
+	return scan(s.NewIter, lower, upper, errp)
+}
+
+// ExpireTime is DB.ExpireTime as of the snapshot's sequence number and
+// time.
+func (s *Snapshot) ExpireTime(key []byte) (time.Time, bool, error) {
+	if err := s.check(); err != nil {
+		return time.Time{}, false, err
+	}
+	return s.db.expireTimeAt(key, s.seq, s.now)
 }
 
 // Close releases the snapshot. Closing twice returns ErrClosed.
