@@ -1,9 +1,11 @@
 // Command compare runs the Mayfly/Pebble/Badger/goleveldb comparison: every
 // engine+workload in its own process (this binary re-executed with
 // -worker), repeated -reps times, and writes JSON lines, a markdown report
-// and PNG charts.
+// and PNG charts. With -from it rebuilds the report and charts from an
+// earlier run's JSON lines without running anything.
 //
 //	cd bench && go run ./cmd/compare -num 1000000 -reps 3
+//	cd bench && go run ./cmd/compare -from results/results-X.jsonl -num 1000000 -reps 3 ...
 package main
 
 import (
@@ -11,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -45,6 +48,8 @@ var (
 	noFsync   = flag.Bool("nofsyncref", false, "skip the fdatasync reference (otherwise measured right before and after every fillsync run)")
 	from      = flag.String("from", "", "rebuild the report and charts from this JSON lines file instead of running (pass the original run's flags too)")
 	totalFlag = flag.Duration("total", 0, "with -from: the original run's wall time, for the report")
+	fromHost  = flag.String("machine", "", "with -from: the machine the results were measured on, for the report (default: this machine, named as the one that rebuilt it)")
+	fromRev   = flag.String("commit", "", "with -from: the Mayfly commit the results were measured at, for the report")
 
 	worker  = flag.Bool("worker", false, "internal: run one engine+workload and print its result")
 	wEngine = flag.String("engine", "", "internal: worker engine")
@@ -298,24 +303,38 @@ func orchestrate() error {
 	return publish(all, engs, wls, p, total, jsonPath)
 }
 
-// rebuild regenerates the report from an earlier run's JSON lines.
+// rebuild regenerates the report from an earlier run's JSON lines; it runs
+// no benchmark.
 func rebuild() error {
 	b, err := os.ReadFile(*from)
 	if err != nil {
 		return err
 	}
+	all, err := parseResults(b)
+	if err != nil {
+		return fmt.Errorf("%s: %w", *from, err)
+	}
+	return publish(all, strings.Split(*engines, ","), strings.Split(*workloads, ","), params(), *totalFlag, *from)
+}
+
+// parseResults reads a results file: one bench.Result per non-blank line.
+// An unreadable line is an error naming its line number.
+func parseResults(b []byte) ([]bench.Result, error) {
 	var all []bench.Result
-	for _, l := range bytes.Split(b, []byte("\n")) {
+	for i, l := range bytes.Split(b, []byte("\n")) {
 		if len(bytes.TrimSpace(l)) == 0 {
 			continue
 		}
 		var r bench.Result
 		if err := json.Unmarshal(l, &r); err != nil {
-			return err
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
 		}
 		all = append(all, r)
 	}
-	return publish(all, strings.Split(*engines, ","), strings.Split(*workloads, ","), params(), *totalFlag, *from)
+	if len(all) == 0 {
+		return nil, errors.New("no results")
+	}
+	return all, nil
 }
 
 func publish(all []bench.Result, engs, wls []string, p bench.Params, total time.Duration, jsonPath string) error {

@@ -5,7 +5,7 @@
 // prints the peak RSS (VmHWM from /proc/self/status) after each phase, the
 // engine's metrics and the durations.
 //
-//	go run ./internal/rsscheck -keys 1000000
+//	cd bench && go run ./cmd/rsscheck -keys 1000000
 package main
 
 import (
