@@ -344,3 +344,32 @@ func TestCorruptionError(t *testing.T) {
 		t.Error("CorruptionError does not unwrap to ErrCorruption")
 	}
 }
+
+// TestResolve: a deadline row gives the value beneath it its deadline (or
+// none) and its sequence number; over a tombstone or nothing the key is
+// absent.
+func TestResolve(t *testing.T) {
+	v := Row{Key: []byte("k"), Seq: 3, Flags: FlagHasTS | FlagHasExpire, TS: 10, ExpireTS: 100, Value: []byte("v")}
+	extend := Row{Key: []byte("k"), Seq: 7, Flags: FlagDeadline | FlagHasTS | FlagHasExpire, TS: 50, ExpireTS: 500}
+	r, ok := Resolve(&extend, &v)
+	if !ok || r.Seq != 7 || string(r.Value) != "v" || !r.HasExpiry() || r.ExpireTS != 500 || r.TS != 50 || r.IsDeadline() || !r.HasValue() {
+		t.Fatalf("extend: %+v, %v", r, ok)
+	}
+	if !r.LiveAt(400) || r.LiveAt(501) {
+		t.Fatalf("extended row live at 400: %v, at 501: %v", r.LiveAt(400), r.LiveAt(501))
+	}
+	persist := Row{Key: []byte("k"), Seq: 8, Flags: FlagDeadline | FlagHasTS, TS: 60}
+	if r, ok := Resolve(&persist, &v); !ok || r.HasExpiry() || !r.LiveAt(1<<40) || r.Flags != FlagHasTS {
+		t.Fatalf("persist: %+v, %v", r, ok)
+	}
+	tomb := Row{Key: []byte("k"), Seq: 2, Flags: FlagTombstone | FlagHasTS}
+	if _, ok := Resolve(&extend, &tomb); ok {
+		t.Fatal("a deadline row over a tombstone resolved to a value")
+	}
+	if _, ok := Resolve(&extend, nil); ok {
+		t.Fatal("a deadline row over nothing resolved to a value")
+	}
+	if extend.LiveAt(0) || extend.HasValue() || !extend.IsDeadline() {
+		t.Fatal("a deadline row reads as a value by itself")
+	}
+}

@@ -167,7 +167,7 @@ func runSSTDump(ctx context.Context, cmd *cli.Command) (err error) {
 			if row.HasExpiry() {
 				j.ExpireTS = msTimePtr(row.ExpireTS)
 			}
-			if values && !row.IsTombstone() {
+			if values && row.HasValue() {
 				v := string(row.Value)
 				j.Value = &v
 			}
@@ -182,7 +182,7 @@ func runSSTDump(ctx context.Context, cmd *cli.Command) (err error) {
 			fmt.Fprintf(w, " expire_ts=%s", fmtMS(row.ExpireTS))
 		}
 		switch {
-		case row.IsTombstone():
+		case !row.HasValue():
 		case values:
 			fmt.Fprintf(w, " value=%s", strconv.Quote(string(row.Value)))
 		default:
@@ -417,7 +417,7 @@ func decodeRecord(payload []byte, off int64, values bool) (*walRecord, error) {
 		if row.HasExpiry() {
 			e.ExpireTS = msTimePtr(row.ExpireTS)
 		}
-		if values && !row.IsTombstone() {
+		if values && row.HasValue() {
 			v := string(row.Value)
 			e.Value = &v
 		}

@@ -115,8 +115,11 @@ func (k *ikeyJSON) String() string {
 }
 
 func rowKind(flags uint8) string {
-	if flags&format.FlagTombstone != 0 {
+	switch {
+	case flags&format.FlagTombstone != 0:
 		return "delete"
+	case flags&format.FlagDeadline != 0:
+		return "deadline"
 	}
 	return "put"
 }
@@ -127,7 +130,7 @@ func flagNames(f uint8) []string {
 	for _, fl := range []struct {
 		bit  uint8
 		name string
-	}{{format.FlagTombstone, "tombstone"}, {format.FlagHasTS, "ts"}, {format.FlagHasExpire, "expire"}} {
+	}{{format.FlagTombstone, "tombstone"}, {format.FlagHasTS, "ts"}, {format.FlagHasExpire, "expire"}, {format.FlagDeadline, "deadline"}} {
 		if f&fl.bit != 0 {
 			names = append(names, fl.name)
 		}

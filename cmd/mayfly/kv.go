@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"time"
 
@@ -224,14 +223,7 @@ func runScan(ctx context.Context, cmd *cli.Command) (err error) {
 		return emitCount(cmd, 0, cmd.Bool("count"))
 	}
 
-	// A snapshot fixes the time and sequence number for both the iterator
-	// and the TTL lookups, so expires_at is consistent with what is listed.
-	snap, err := db.NewSnapshot()
-	if err != nil {
-		return err
-	}
-	defer snap.Close()
-	it, err := snap.NewIter(&mayfly.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := db.NewIter(&mayfly.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err
 	}
@@ -250,18 +242,10 @@ func runScan(ctx context.Context, cmd *cli.Command) (err error) {
 		switch {
 		case cmd.Bool("count"):
 		case cmd.Bool("json"):
+			// The iterator carries each row's deadline: no lookup per key.
 			rec := scanRecord{Key: string(it.Key()), Value: string(it.Value())}
-			left, expires, terr := snap.TTL(it.Key())
-			if terr != nil {
-				return fmt.Errorf("ttl of %q: %w", it.Key(), terr)
-			}
-			if expires {
-				// left saturates at ~292 years; deadlines further out
-				// (ExpireAt allows up to year 9999) print as that bound.
-				at := snap.Time().Add(left).UTC()
-				if left == time.Duration(math.MaxInt64) {
-					at = mayfly.MaxDeadline
-				}
+			if at, expires := it.ExpireTime(); expires {
+				at = at.UTC()
 				rec.ExpiresAt = &at
 			}
 			if err := enc.Encode(rec); err != nil {

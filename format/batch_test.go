@@ -1,0 +1,50 @@
+package format
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestBatchDeadlineEntries: deadline rows round-trip through the batch
+// encoding without a value field and carry the commit time; a deadline row
+// that is also a tombstone is refused as corruption.
+func TestBatchDeadlineEntries(t *testing.T) {
+	data := make([]byte, BatchHeaderLen)
+	data, _ = AppendBatchEntry(data, FlagDeadline|FlagHasExpire, 900, []byte("a"), nil)
+	data, _ = AppendBatchEntry(data, FlagDeadline, 0, []byte("b"), nil)
+	data, _ = AppendBatchEntry(data, 0, 0, []byte("c"), []byte("v"))
+	PutBatchHeader(data, BatchHeader{Seq: 10, Count: 3, CommitTS: 77})
+	br, err := NewBatchReader(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Row{
+		{Key: []byte("a"), Seq: 10, Flags: FlagDeadline | FlagHasExpire | FlagHasTS, TS: 77, ExpireTS: 900},
+		{Key: []byte("b"), Seq: 11, Flags: FlagDeadline | FlagHasTS, TS: 77},
+		{Key: []byte("c"), Seq: 12, Value: []byte("v")},
+	}
+	for i, w := range want {
+		var r Row
+		if ok, err := br.Next(&r); !ok || err != nil {
+			t.Fatalf("entry %d: %v, %v", i, ok, err)
+		}
+		if string(r.Key) != string(w.Key) || r.Seq != w.Seq || r.Flags != w.Flags || r.TS != w.TS || r.ExpireTS != w.ExpireTS || string(r.Value) != string(w.Value) {
+			t.Fatalf("entry %d = %+v, want %+v", i, r, w)
+		}
+	}
+	var r Row
+	if ok, err := br.Next(&r); ok || err != nil {
+		t.Fatalf("after the last entry: %v, %v", ok, err)
+	}
+
+	bad := make([]byte, BatchHeaderLen)
+	bad, _ = AppendBatchEntry(bad, FlagDeadline|FlagTombstone, 0, []byte("a"), nil)
+	PutBatchHeader(bad, BatchHeader{Seq: 1, Count: 1})
+	br, err = NewBatchReader(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := br.Next(&r); !errors.Is(err, ErrCorruption) {
+		t.Fatalf("tombstone deadline row: %v, want ErrCorruption", err)
+	}
+}
