@@ -87,6 +87,9 @@ const defaultLocalReadAhead = 256 << 10
 // block or two must not fetch and decode a whole window.
 const localReadAheadAfter = 4
 
+// DefaultTouchWindow is the default Options.TouchWindow.
+const DefaultTouchWindow = time.Second
+
 // Options configure a database. The zero value of every field means its
 // documented default; Open never modifies the caller's Options. A negative
 // number is invalid in every field (Open fails with ErrInvalidOptions naming
@@ -97,6 +100,14 @@ type Options struct {
 	// Zero means writes without an explicit TTL never expire. Negative values
 	// are rejected.
 	DefaultTTL time.Duration
+
+	// TouchWindow bounds how far Touch and GetEx may leave a key's deadline
+	// short of the one asked, to spare a write: when the key's deadline is
+	// already within min(TouchWindow, TTL/10) before the deadline asked
+	// for, the call writes nothing. The key may then expire up to that
+	// much earlier than the last touch asked, in memory and after a crash
+	// alike. Expire never coalesces. Default: 1 s (DefaultTouchWindow).
+	TouchWindow time.Duration
 
 	// Clock is the source of time for every expiry decision.
 	// Default: the system clock, wrapped so that it never runs backwards and
@@ -367,6 +378,9 @@ func (o *Options) withDefaults() (*Options, error) {
 	if c.DefaultTTL > 0 && c.DefaultTTL < time.Millisecond {
 		return nil, fmt.Errorf("%w: Options.DefaultTTL %v is below the 1ms resolution", ErrInvalidOptions, c.DefaultTTL)
 	}
+	if c.TouchWindow == 0 {
+		c.TouchWindow = DefaultTouchWindow
+	}
 	if c.WALRecovery != WALRecoveryStrict && c.WALRecovery != WALRecoveryPointInTime {
 		return nil, fmt.Errorf("%w: Options.WALRecovery %d is not a WALRecoveryMode", ErrInvalidOptions, c.WALRecovery)
 	}
@@ -456,6 +470,7 @@ func (o *Options) checkSigns() error {
 		neg   bool
 	}{
 		{"DefaultTTL", o.DefaultTTL, o.DefaultTTL < 0},
+		{"TouchWindow", o.TouchWindow, o.TouchWindow < 0},
 		{"FollowInterval", o.FollowInterval, o.FollowInterval < 0},
 		{"ObsoleteFileGracePeriod", o.ObsoleteFileGracePeriod, o.ObsoleteFileGracePeriod < 0},
 		{"ObjectCacheBytes", o.ObjectCacheBytes, o.ObjectCacheBytes < 0},
