@@ -23,6 +23,7 @@ type Batch struct {
 	data      []byte // format batch encoding; header filled at commit
 	count     uint32
 	relative  []relativeTTL // expire slots to stamp at commit
+	cond      batchConds    // conditions the leader checks (cond_eval.go)
 	committed bool
 	err       error // first invalid write; Write returns it
 }
@@ -122,6 +123,7 @@ func (b *Batch) Reset() {
 	b.data = b.data[:format.BatchHeaderLen]
 	b.count = 0
 	b.relative = b.relative[:0]
+	b.cond.reset()
 	b.committed = false
 	b.err = nil
 }
@@ -196,6 +198,7 @@ func (b *Batch) stamp(seq uint64, now int64) error {
 	for _, r := range b.relative {
 		binary.LittleEndian.PutUint64(b.data[r.offset:], uint64(now+r.millis))
 	}
+	b.cond.stampTokens(b.data, seq)
 	format.PutBatchHeader(b.data, format.BatchHeader{Seq: seq, Count: b.count, CommitTS: now})
 	return nil
 }

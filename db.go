@@ -82,6 +82,7 @@ type DB struct {
 	logWriter  *wal.Writer
 	logNum     uint64
 	walBuf     []byte
+	condOv     condOverlay // the leader's condition state (cond_eval.go)
 	lastSeq    uint64
 	slowdown   slowdownState // level-0 write delay (db_write_slowdown.go)
 	// visibleSeq is the highest sequence number whose batch is fully

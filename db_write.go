@@ -133,10 +133,22 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 	needSync := false
 	applied := 0 // waiters still !done after stamping are the ones logged
 	rows := uint64(0)
-	for _, g := range group {
+	lastCond := lastConditional(group)
+	if lastCond >= 0 {
+		db.condOv.begin(db, now)
+	}
+	for i, g := range group {
 		if err := g.batch.stamp(seq, now); err != nil {
 			g.done, g.err = true, err
 			continue
+		}
+		// Conditions are evaluated in commit order, after stamping; a batch
+		// whose condition fails is not logged (cond_eval.go).
+		if i <= lastCond {
+			if err := db.condOv.admit(g.batch, i < lastCond); err != nil {
+				g.done, g.err = true, err
+				continue
+			}
 		}
 		buf = wal.AppendRecord(buf, g.batch.data)
 		seq += uint64(g.batch.count)

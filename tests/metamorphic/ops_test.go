@@ -77,11 +77,19 @@ const (
 	opAdvance
 	opAdvanceToExpiry
 	opCheck
+	// Conditional writes (cond_test.go).
+	opPutIfAbsent
+	opPutIfPresent
+	opCompareAndSwap
+	opCompareAndDelete
+	opGetDel
+	opCondBatch
 )
 
 var opNames = [...]string{"Put", "Delete", "Batch", "Burst", "Get", "TTL", "Scan", "IterOpen", "IterMove",
 	"IterClose", "SnapOpen", "SnapGet", "SnapTTL", "SnapScan", "SnapIterOpen", "SnapClose", "Flush",
-	"Compact", "ReclaimExpired", "WaitForCompactions", "Reopen", "Crash", "Advance", "AdvanceToExpiry", "Check"}
+	"Compact", "ReclaimExpired", "WaitForCompactions", "Reopen", "Crash", "Advance", "AdvanceToExpiry", "Check",
+	"PutIfAbsent", "PutIfPresent", "CompareAndSwap", "CompareAndDelete", "GetDel", "CondBatch"}
 
 func (k opKind) String() string { return opNames[k] }
 
@@ -255,8 +263,9 @@ type op struct {
 	ttl     ttlSpec
 	sync    bool
 	entries []batchEntry
-	slot    int // iterator or snapshot slot
-	snap    int // snapshot slot an iterator is opened on
+	conds   []condEntry // conditional kinds
+	slot    int         // iterator or snapshot slot
+	snap    int         // snapshot slot an iterator is opened on
 	lower   bound
 	hi      bound
 	reverse bool
@@ -340,6 +349,8 @@ func (o op) String() string {
 		return fmt.Sprintf("AdvanceToExpiry(%q, +%dms)", o.key, o.extra)
 	case opCheck:
 		return "Check"
+	case opPutIfAbsent, opPutIfPresent, opCompareAndSwap, opCompareAndDelete, opGetDel, opCondBatch:
+		return o.condString()
 	}
 	return "?"
 }
@@ -399,6 +410,12 @@ var opWeights = []weighted{
 	{60, opAdvance},
 	{15, opAdvanceToExpiry},
 	{2, opCheck},
+	{25, opPutIfAbsent},
+	{12, opPutIfPresent},
+	{20, opCompareAndSwap},
+	{10, opCompareAndDelete},
+	{20, opGetDel},
+	{15, opCondBatch},
 }
 
 var totalWeight = func() int {
@@ -734,6 +751,8 @@ func (g *generator) next() op {
 		case opAdvanceToExpiry:
 			o.key = g.key()
 			o.extra = int64(g.intn(2)) // land on the deadline or just past it
+		case opPutIfAbsent, opPutIfPresent, opCompareAndSwap, opCompareAndDelete, opGetDel, opCondBatch:
+			g.condOp(&o)
 		}
 		return o
 	}

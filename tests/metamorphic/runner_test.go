@@ -249,6 +249,9 @@ func (r *runner) step(o op) (string, error) {
 	case opBatch:
 		return r.batch(o, now)
 
+	case opPutIfAbsent, opPutIfPresent, opCompareAndSwap, opCompareAndDelete, opGetDel, opCondBatch:
+		return r.condStep(o, now)
+
 	case opBurst:
 		nowT := r.clk.Now()
 		for _, e := range o.entries {

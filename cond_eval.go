@@ -1,0 +1,266 @@
+package mayfly
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/mayflydb/mayfly/format"
+)
+
+// Condition evaluation in the commit pipeline (RFC 0009).
+//
+// The leader of a commit group stamps each batch and then, for a batch with
+// conditions, evaluates them in commit order before the batch is appended to
+// the WAL buffer. A condition sees its key's state as the group's overlay has
+// it (the writes of earlier batches of the group and of earlier entries of
+// its own batch, which are not in the memtable yet), else as the latest
+// committed state (db.lookup at latestSeq: every earlier group is fully
+// applied under commitMu). A batch whose condition fails is rolled back out
+// of the overlay, is not logged and takes no sequence numbers. The WAL thus
+// carries only outcomes: ordinary rows.
+
+// condKind is the kind of a condition on one entry of a batch.
+type condKind uint8
+
+const (
+	condAbsent  condKind = iota + 1 // the key has no live value
+	condPresent                     // the key has a live value
+	condEqual                       // the key's live value equals the operand
+)
+
+func (k condKind) String() string {
+	switch k {
+	case condAbsent:
+		return "if absent"
+	case condPresent:
+		return "if present"
+	case condEqual:
+		return "if equal"
+	}
+	return fmt.Sprintf("condition %d", uint8(k))
+}
+
+// needsValue reports whether holds reads keyState.value.
+func (k condKind) needsValue() bool { return k == condEqual }
+
+// keyState is a key's state as a condition sees it at the commit time: live
+// is false for a missing, deleted or expired key, and then the other fields
+// are zero.
+type keyState struct {
+	live     bool
+	value    []byte
+	expires  bool
+	deadline int64 // Unix ms, valid if expires
+}
+
+// holds reports whether a condition of kind k holds for entry e (stamped:
+// its deadline is absolute) when its key is in state s; arg is the
+// condition's operand (condEqual: the expected value).
+func (k condKind) holds(s keyState, e *format.Row, arg []byte) bool {
+	switch k {
+	case condAbsent:
+		return !s.live
+	case condPresent:
+		return s.live
+	case condEqual:
+		return s.live && bytes.Equal(s.value, arg)
+	}
+	return false
+}
+
+// batchCond is a condition on entry `entry` of a batch; its operand is
+// args[argOff:argOff+argLen] of the batch's batchConds.
+type batchCond struct {
+	entry          uint32
+	kind           condKind
+	capture        bool // copy the state's value into batchConds.got when it holds
+	argOff, argLen uint32
+}
+
+// tokenSlot is an 8-byte slot at offset of the batch encoding that commit
+// fills with the sequence number of entry `entry` (a lease's fencing token).
+type tokenSlot struct {
+	offset int
+	entry  uint32
+}
+
+// batchConds is the conditional part of a Batch. Its buffers are kept across
+// Reset, so a pooled batch adds conditions without allocating.
+type batchConds struct {
+	list   []batchCond // in entry order
+	args   []byte
+	tokens []tokenSlot
+	got    []byte // value captured by a capture condition at the last commit
+}
+
+func (c *batchConds) reset() {
+	c.list = c.list[:0]
+	c.args = c.args[:0]
+	c.tokens = c.tokens[:0]
+	c.got = c.got[:0]
+}
+
+// add attaches a condition to entry.
+func (c *batchConds) add(entry uint32, kind condKind, arg []byte, capture bool) {
+	c.list = append(c.list, batchCond{entry: entry, kind: kind, capture: capture, argOff: uint32(len(c.args)), argLen: uint32(len(arg))})
+	c.args = append(c.args, arg...)
+}
+
+func (c *batchConds) arg(bc *batchCond) []byte { return c.args[bc.argOff : bc.argOff+bc.argLen] }
+
+// stampTokens writes each token slot's sequence number, given the batch's
+// first sequence number seq.
+func (c *batchConds) stampTokens(data []byte, seq uint64) {
+	for _, t := range c.tokens {
+		binary.LittleEndian.PutUint64(data[t.offset:], seq+uint64(t.entry))
+	}
+}
+
+// lastConditional returns the index of the group's last batch with a
+// condition, or -1 if none has one.
+func lastConditional(group []*commitWaiter) int {
+	last := -1
+	for i, g := range group {
+		if len(g.batch.cond.list) > 0 {
+			last = i
+		}
+	}
+	return last
+}
+
+// condOverlay is the state of the keys written earlier in the commit group
+// being evaluated. The leader alone uses it, under commitMu.
+type condOverlay struct {
+	db      *DB
+	now     int64
+	keys    map[string]keyState
+	undo    []overlayUndo // the current batch's changes to keys
+	scratch []byte        // value buffer of the last lookup
+}
+
+type overlayUndo struct {
+	key  string
+	prev keyState
+	had  bool
+}
+
+// maxKeptOverlay bounds the overlay map kept between groups.
+const maxKeptOverlay = 1 << 12
+
+// begin empties the overlay for a group committing at now.
+func (o *condOverlay) begin(db *DB, now int64) {
+	o.db, o.now = db, now
+	if len(o.keys) > maxKeptOverlay {
+		o.keys = nil
+	} else {
+		clear(o.keys)
+	}
+}
+
+// admit evaluates the conditions of the stamped batch b and, if they all
+// hold, records its writes in the overlay: all of them if feedAll (a later
+// batch of the group has conditions), else only those a later condition of
+// b itself can see. If a condition fails or a state cannot be read, admit
+// leaves the overlay as it found it and returns the error (wrapping
+// ErrConditionFailed for a failed condition).
+func (o *condOverlay) admit(b *Batch, feedAll bool) error {
+	c := &b.cond
+	c.got = c.got[:0]
+	feedTo := b.count
+	if !feedAll {
+		feedTo = c.list[len(c.list)-1].entry
+	}
+	o.undo = o.undo[:0]
+	br, err := format.NewBatchReader(b.data)
+	if err != nil {
+		return err
+	}
+	var r format.Row
+	ci := 0
+	for i := uint32(0); i < feedTo || ci < len(c.list); i++ {
+		if ok, err := br.Next(&r); !ok || err != nil {
+			o.rollback()
+			return fmt.Errorf("batch entry %d of %d: %w", i, b.count, cmpOr(err, ErrCorruption))
+		}
+		for ; ci < len(c.list) && c.list[ci].entry == i; ci++ {
+			bc := &c.list[ci]
+			s, err := o.state(r.Key, bc.kind.needsValue() || bc.capture)
+			if err != nil {
+				o.rollback()
+				return err
+			}
+			if !bc.kind.holds(s, &r, c.arg(bc)) {
+				o.rollback()
+				return fmt.Errorf("%w: entry %d (%s), key %q", ErrConditionFailed, i, bc.kind, r.Key)
+			}
+			if bc.capture {
+				c.got = append(c.got[:0], s.value...)
+			}
+		}
+		if i < feedTo {
+			o.set(r.Key, o.resolve(&r))
+		}
+	}
+	return nil
+}
+
+func cmpOr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
+}
+
+// state returns key's state at the commit time: the overlay's, else the
+// latest committed one. Its value, when withValue, aliases a batch or the
+// overlay's scratch buffer and is valid until the next call.
+func (o *condOverlay) state(key []byte, withValue bool) (keyState, error) {
+	if s, ok := o.keys[string(key)]; ok {
+		return s, nil
+	}
+	r, err := o.db.lookup(key, latestSeq, o.now, o.scratch[:0], withValue)
+	if errors.Is(err, ErrNotFound) {
+		return keyState{}, nil
+	}
+	if err != nil {
+		return keyState{}, err
+	}
+	if withValue {
+		o.scratch = r.Value
+	}
+	return keyState{live: true, value: r.Value, expires: r.HasExpiry(), deadline: r.ExpireTS}, nil
+}
+
+// resolve returns the state a stamped batch row gives its key at the
+// commit time.
+func (o *condOverlay) resolve(r *format.Row) keyState {
+	if !r.LiveAt(o.now) {
+		return keyState{}
+	}
+	return keyState{live: true, value: r.Value, expires: r.HasExpiry(), deadline: r.ExpireTS}
+}
+
+func (o *condOverlay) set(key []byte, s keyState) {
+	if o.keys == nil {
+		o.keys = make(map[string]keyState)
+	}
+	k := string(key)
+	prev, had := o.keys[k]
+	o.undo = append(o.undo, overlayUndo{key: k, prev: prev, had: had})
+	o.keys[k] = s
+}
+
+// rollback undoes the current batch's changes to the overlay.
+func (o *condOverlay) rollback() {
+	for i := len(o.undo) - 1; i >= 0; i-- {
+		u := o.undo[i]
+		if u.had {
+			o.keys[u.key] = u.prev
+		} else {
+			delete(o.keys, u.key)
+		}
+	}
+	o.undo = o.undo[:0]
+}
