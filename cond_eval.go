@@ -28,6 +28,10 @@ const (
 	condAbsent  condKind = iota + 1 // the key has no live value
 	condPresent                     // the key has a live value
 	condEqual                       // the key's live value equals the operand
+	// condDeadline: the key has a live value and the deadline row of the
+	// entry may replace its deadline as the operand's ExpireCond says
+	// (ttl_ops.go).
+	condDeadline
 )
 
 func (k condKind) String() string {
@@ -38,6 +42,8 @@ func (k condKind) String() string {
 		return "if present"
 	case condEqual:
 		return "if equal"
+	case condDeadline:
+		return "if present and its deadline allows"
 	}
 	return fmt.Sprintf("condition %d", uint8(k))
 }
@@ -66,6 +72,8 @@ func (k condKind) holds(s keyState, e *format.Row, arg []byte) bool {
 		return s.live
 	case condEqual:
 		return s.live && bytes.Equal(s.value, arg)
+	case condDeadline:
+		return s.live && len(arg) == 1 && ExpireCond(arg[0]).allows(s, e)
 	}
 	return false
 }
@@ -200,7 +208,12 @@ func (o *condOverlay) admit(b *Batch, feedAll bool) error {
 			}
 		}
 		if i < feedTo {
-			o.set(r.Key, o.resolve(&r))
+			s, err := o.resolve(&r)
+			if err != nil {
+				o.rollback()
+				return err
+			}
+			o.set(r.Key, s)
 		}
 	}
 	return nil
@@ -234,12 +247,25 @@ func (o *condOverlay) state(key []byte, withValue bool) (keyState, error) {
 }
 
 // resolve returns the state a stamped batch row gives its key at the
-// commit time.
-func (o *condOverlay) resolve(r *format.Row) keyState {
-	if !r.LiveAt(o.now) {
-		return keyState{}
+// commit time. A deadline row keeps the key's value (copied: a looked-up
+// value aliases the scratch buffer) under its own deadline.
+func (o *condOverlay) resolve(r *format.Row) (keyState, error) {
+	if r.IsDeadline() {
+		s, err := o.state(r.Key, true)
+		if err != nil || !s.live {
+			return keyState{}, err
+		}
+		s.value = bytes.Clone(s.value)
+		s.expires, s.deadline = r.HasExpiry(), r.ExpireTS
+		if s.expires && s.deadline < o.now {
+			return keyState{}, nil
+		}
+		return s, nil
 	}
-	return keyState{live: true, value: r.Value, expires: r.HasExpiry(), deadline: r.ExpireTS}
+	if !r.LiveAt(o.now) {
+		return keyState{}, nil
+	}
+	return keyState{live: true, value: r.Value, expires: r.HasExpiry(), deadline: r.ExpireTS}, nil
 }
 
 func (o *condOverlay) set(key []byte, s keyState) {
