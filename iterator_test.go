@@ -695,11 +695,18 @@ func checkDeadlineModel(t *testing.T, db *DB, now int64, nkeys int, key func(int
 		t.Fatal(err)
 	}
 	defer it.Close()
+	entry := func() string {
+		e := string(it.Key()) + "=" + string(it.Value())
+		if at, ok := it.ExpireTime(); ok {
+			e += fmt.Sprintf("@%d", at.UnixMilli())
+		}
+		return e
+	}
 	for ok := it.First(); ok; ok = it.Next() {
-		fwd = append(fwd, string(it.Key())+"="+string(it.Value()))
+		fwd = append(fwd, entry())
 	}
 	for ok := it.Last(); ok; ok = it.Prev() {
-		bwd = append([]string{string(it.Key()) + "=" + string(it.Value())}, bwd...)
+		bwd = append([]string{entry()}, bwd...)
 	}
 	if err := it.Error(); err != nil {
 		t.Fatal(err)
@@ -718,7 +725,11 @@ func checkDeadlineModel(t *testing.T, db *DB, now int64, nkeys int, key func(int
 		if !live {
 			continue
 		}
-		model = append(model, k+"="+val)
+		e := k + "=" + val
+		if expires {
+			e += fmt.Sprintf("@%d", deadline)
+		}
+		model = append(model, e)
 		left, exp, err := db.TTL([]byte(k))
 		if err != nil || exp != expires || expires && left != time.Duration(deadline-now)*time.Millisecond {
 			t.Errorf("TTL(%s) = %v, %v, %v; want expires %v, deadline in %dms", k, left, exp, err, expires, deadline-now)
