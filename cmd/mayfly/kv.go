@@ -20,12 +20,8 @@ func putCommand() *cli.Command {
 		Name:      "put",
 		Usage:     "write KEY=VALUE (VALUE read from stdin when omitted); durable when it returns",
 		ArgsUsage: "KEY [VALUE]",
-		Flags: []cli.Flag{
-			dirFlag(),
-			&cli.DurationFlag{Name: "ttl", Usage: "expire the row this long after the write (e.g. 90s, 30m, 24h)"},
-			&cli.StringFlag{Name: "expire-at", Usage: "expire the row at this RFC 3339 `TIME` (e.g. 2030-01-02T15:04:05Z)"},
-		},
-		Action: runPut,
+		Flags:     append([]cli.Flag{dirFlag()}, ttlFlags()...),
+		Action:    runPut,
 	})
 }
 
@@ -38,22 +34,9 @@ func runPut(ctx context.Context, cmd *cli.Command) (err error) {
 	if len(key) == 0 {
 		return usagef("put: KEY must not be empty")
 	}
-	ttl := mayfly.NoExpiry()
-	switch {
-	case cmd.IsSet("ttl") && cmd.IsSet("expire-at"):
-		return usagef("put: --ttl and --expire-at are mutually exclusive")
-	case cmd.IsSet("ttl"):
-		d := cmd.Duration("ttl")
-		if d < time.Millisecond {
-			return usagef("put: --ttl %v is below the 1ms resolution", d)
-		}
-		ttl = mayfly.ExpireAfter(d)
-	case cmd.IsSet("expire-at"):
-		t, perr := time.Parse(time.RFC3339Nano, cmd.String("expire-at"))
-		if perr != nil {
-			return usagef("put: --expire-at: %v", perr)
-		}
-		ttl = mayfly.ExpireAt(t)
+	ttl, _, err := ttlFromFlags(cmd, mayfly.NoExpiry())
+	if err != nil {
+		return err
 	}
 	var value []byte
 	if n == 2 {
@@ -70,6 +53,36 @@ func runPut(ctx context.Context, cmd *cli.Command) (err error) {
 	}
 	defer closeDB(db, &err)
 	return db.PutWith(key, value, ttl, mayfly.Sync)
+}
+
+// ttlFlags are the flags that give a TTL: --ttl and --expire-at.
+func ttlFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.DurationFlag{Name: "ttl", Usage: "expire the row this long after the write (e.g. 90s, 30m, 24h)"},
+		&cli.StringFlag{Name: "expire-at", Usage: "expire the row at this RFC 3339 `TIME` (e.g. 2030-01-02T15:04:05Z)"},
+	}
+}
+
+// ttlFromFlags reads the TTL that --ttl or --expire-at gives; set is false
+// (and the TTL def) when neither is given.
+func ttlFromFlags(cmd *cli.Command, def mayfly.TTL) (ttl mayfly.TTL, set bool, err error) {
+	switch {
+	case cmd.IsSet("ttl") && cmd.IsSet("expire-at"):
+		return def, false, usagef("%s: --ttl and --expire-at are mutually exclusive", cmd.Name)
+	case cmd.IsSet("ttl"):
+		d := cmd.Duration("ttl")
+		if d < time.Millisecond {
+			return def, false, usagef("%s: --ttl %v is below the 1ms resolution", cmd.Name, d)
+		}
+		return mayfly.ExpireAfter(d), true, nil
+	case cmd.IsSet("expire-at"):
+		t, perr := time.Parse(time.RFC3339Nano, cmd.String("expire-at"))
+		if perr != nil {
+			return def, false, usagef("%s: --expire-at: %v", cmd.Name, perr)
+		}
+		return mayfly.ExpireAt(t), true, nil
+	}
+	return def, false, nil
 }
 
 func cmdReader(cmd *cli.Command) io.Reader {
@@ -119,6 +132,7 @@ func ttlCommand() *cli.Command {
 		Flags: []cli.Flag{
 			dirFlag(),
 			&cli.BoolFlag{Name: "ms", Usage: "print the time left as a whole number of milliseconds"},
+			&cli.BoolFlag{Name: "at", Usage: "print the deadline itself (RFC 3339, UTC) instead of the time left"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) (err error) {
 			key, err := oneKey(cmd)
@@ -130,11 +144,26 @@ func ttlCommand() *cli.Command {
 				return err
 			}
 			defer closeDB(db, &err)
+			if cmd.Bool("ms") && cmd.Bool("at") {
+				return usagef("ttl: --ms and --at are mutually exclusive")
+			}
+			w := cmd.Root().Writer
+			if cmd.Bool("at") {
+				at, expires, err := db.ExpireTime(key)
+				switch {
+				case err != nil:
+					return keyError(key, err)
+				case !expires:
+					_, err = fmt.Fprintln(w, "no expiry")
+				default:
+					_, err = fmt.Fprintln(w, fmtMS(at.UnixMilli()))
+				}
+				return err
+			}
 			left, expires, err := db.TTL(key)
 			if err != nil {
 				return keyError(key, err)
 			}
-			w := cmd.Root().Writer
 			switch {
 			case !expires:
 				_, err = fmt.Fprintln(w, "no expiry")

@@ -3,8 +3,14 @@
 //	mayfly demo  [--dir DIR] [--sessions N] [--keep]
 //	mayfly put    --dir DIR [--ttl D | --expire-at RFC3339] KEY [VALUE]
 //	mayfly get    --dir DIR [--raw] KEY
-//	mayfly ttl    --dir DIR [--ms] KEY
+//	mayfly ttl    --dir DIR [--ms | --at] KEY
 //	mayfly delete --dir DIR KEY
+//	mayfly expire --dir DIR (--ttl D | --expire-at RFC3339) [--nx|--xx|--gt|--lt] KEY
+//	mayfly persist --dir DIR KEY
+//	mayfly getex  --dir DIR (--ttl D | --expire-at RFC3339) [--raw] KEY
+//	mayfly putnx  --dir DIR [--ttl D | --expire-at RFC3339] KEY [VALUE]
+//	mayfly cas    --dir DIR [--ttl D | --expire-at RFC3339] KEY OLD NEW
+//	mayfly getdel --dir DIR [--raw] KEY
 //	mayfly scan   --dir DIR [--prefix P] [--start K] [--end K] [--limit N] [--json] [--count]
 //	mayfly stats  --dir DIR [--json] [--now RFC3339] [--plot FILE.png|.svg] [--expiry=false]
 //	mayfly check  --dir DIR
@@ -22,7 +28,8 @@
 //
 // Results go to stdout, diagnostics to stderr, one line per error. Exit
 // status: 0 on success, 1 when the operation failed (including a missing key
-// for get and ttl, and corruption found by check), 2 when the command did
+// for get and ttl, a condition that did not hold for expire, persist,
+// putnx and cas, and corruption found by check), 2 when the command did
 // not run: a usage error, or the database is in use by another process
 // (check also exits 2 when it cannot read the database).
 package main
@@ -154,6 +161,12 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			getCommand(),
 			ttlCommand(),
 			deleteCommand(),
+			expireCommand(),
+			persistCommand(),
+			getexCommand(),
+			putnxCommand(),
+			casCommand(),
+			getdelCommand(),
 			scanCommand(),
 			statsCommand(),
 			checkCommand(),

@@ -166,6 +166,20 @@ func TestEveryCommandOnS3(t *testing.T) {
 		t.Errorf("wal dump of %s:\n%s", seg, out)
 	}
 
+	// The TTL operations and conditional writes (a token that is gone again).
+	ok(t, "putnx", "--dir", loc, "t", "token")
+	fails(t, 1, `not applied: putnx "t"`, "putnx", "--dir", loc, "t", "again")
+	if got := ok(t, "getdel", "--dir", loc, "t"); got != "token\n" {
+		t.Errorf("getdel t = %q", got)
+	}
+	ok(t, "expire", "--dir", loc, "--ttl", "2h", "--gt", "b")
+	if got := ok(t, "getex", "--dir", loc, "--ttl", "3h", "b"); got != "bravo\n" {
+		t.Errorf("getex b = %q", got)
+	}
+	if got := ok(t, "scan", "--dir", loc); got != "a\talpha\nb\tbravo\nc\tcharlie\n" {
+		t.Errorf("scan after the TTL operations = %q", got)
+	}
+
 	var res maintenanceResult
 	if err := json.Unmarshal([]byte(ok(t, "compact", "--dir", loc, "--json")), &res); err != nil {
 		t.Fatal(err)
