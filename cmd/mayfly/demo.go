@@ -19,7 +19,7 @@ import (
 func demoCommand() *cli.Command {
 	return withUsageErrors(&cli.Command{
 		Name:  "demo",
-		Usage: "run a session-store story on a local directory: write sessions with TTLs, watch them expire, compact, reopen",
+		Usage: "run a session-store story on a local directory: write sessions with TTLs, watch them expire, compact, reopen, slide a session, spend a token once",
 		Description: "The demo injects a manual clock (Options.Clock), so \"engine time\" jumps\n" +
 			"forward instantly and every run prints the same figures. It checks its own claims\n" +
 			"and exits non-zero if one fails, so it doubles as a smoke test.\n\n" +
@@ -29,7 +29,7 @@ func demoCommand() *cli.Command {
 			&cli.StringFlag{Name: "dir", Usage: "run in `DIR` (must be empty or not exist) instead of a temporary directory", TakesFile: true},
 			&cli.IntFlag{Name: "sessions", Value: 20000, Usage: "number of sessions to write (at least 4)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep the temporary directory"},
-			&cli.IntFlag{Name: "until", Value: demoSteps, Usage: "stop after step `N` (1-7), leaving the database as it is then (e.g. 5: expired rows still on disk)"},
+			&cli.IntFlag{Name: "until", Value: demoSteps, Usage: "stop after step `N` (1-8), leaving the database as it is then (e.g. 5: expired rows still on disk)"},
 		},
 		Action: runDemo,
 	})
@@ -158,11 +158,11 @@ func isTerminal(w io.Writer) bool {
 }
 
 // demoSteps is the number of steps of the story.
-const demoSteps = 7
+const demoSteps = 8
 
 func (d *demo) run(ctx context.Context) error {
 	steps := []func(context.Context) error{
-		d.open, d.write, d.flush, d.read, d.expire, d.compact, d.reopen,
+		d.open, d.write, d.flush, d.read, d.expire, d.compact, d.reopen, d.slide,
 	}
 	for _, step := range steps[:d.until] {
 		if err := step(ctx); err != nil {

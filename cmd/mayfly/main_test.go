@@ -97,6 +97,7 @@ var demoHeadings = []string{
 	"== 5. Let engine time pass ==",
 	"== 6. Compact ==",
 	"== 7. Close and reopen ==",
+	"== 8. Slide a session, spend a token once ==",
 }
 
 func TestDemo(t *testing.T) {
@@ -113,6 +114,10 @@ func TestDemo(t *testing.T) {
 		"all 200 tokens are gone",
 		"compaction dropped 1700 expired rows",
 		"after reopening a scan finds 500 live keys",
+		"after 1200 GetEx calls over 40 minutes the session expires at 10:41:00",
+		"960 of them wrote nothing",
+		"a second GetDel(token:reset) finds nothing",
+		"30 minutes after the last request the session is gone",
 		"checks passed. Kept " + dir,
 	} {
 		if !strings.Contains(out, s) {
