@@ -327,7 +327,7 @@ func TestUsageErrors(t *testing.T) {
 		{2, `"dir" not set`, []string{"manifest", "dump"}},
 		{2, "--start", []string{"compact", "--dir", dir, "--start", "b", "--end", "a"}},
 		{2, "at least 10", []string{"bench", "--keys", "3"}},
-		{2, "between 1 and 7", []string{"demo", "--until", "9"}},
+		{2, "between 1 and 8", []string{"demo", "--until", "9"}},
 		{2, "does not exist", []string{"check", "--dir", filepath.Join(dir, "missing")}},
 		{1, "does not exist", []string{"manifest", "dump", "--dir", filepath.Join(dir, "missing")}},
 		{1, "no such file", []string{"sst", "dump", filepath.Join(dir, "missing.sst")}},
