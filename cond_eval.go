@@ -154,8 +154,12 @@ type overlayUndo struct {
 	had  bool
 }
 
-// maxKeptOverlay bounds the overlay map kept between groups.
-const maxKeptOverlay = 1 << 12
+// maxKeptOverlay bounds the overlay map kept between groups, and
+// maxKeptScratch the value buffer kept between lookups.
+const (
+	maxKeptOverlay = 1 << 12
+	maxKeptScratch = 64 << 10
+)
 
 // begin empties the overlay for a group committing at now.
 func (o *condOverlay) begin(db *DB, now int64) {
@@ -240,8 +244,8 @@ func (o *condOverlay) state(key []byte, withValue bool) (keyState, error) {
 	if err != nil {
 		return keyState{}, err
 	}
-	if withValue {
-		o.scratch = r.Value
+	if withValue && cap(r.Value) <= maxKeptScratch {
+		o.scratch = r.Value // reused by the next lookup
 	}
 	return keyState{live: true, value: r.Value, expires: r.HasExpiry(), deadline: r.ExpireTS}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mayflydb/mayfly"
@@ -362,10 +363,11 @@ func Example_rateLimiter() {
 	// old window counter: mayfly: not found
 }
 
-// Idempotency keys: a payment API stores each request's result under
-// "idem:<request id>" for 24 hours, in the same atomic batch as the result
-// itself, so a retried request replays the stored answer instead of charging
-// twice. After 24 hours the key is gone; the payment record stays.
+// Idempotency keys: a payment API records each request ID with PutIfAbsent
+// before charging, so of a request and its retries (even concurrent ones)
+// exactly one charges; the others find the ID taken and replay the stored
+// result. The ID expires after 24 hours; the payment record stays. The
+// conditional write and the charge are one batch, written with Sync.
 func Example_idempotencyKeys() {
 	dir, err := os.MkdirTemp("", "mayfly-example")
 	if err != nil {
@@ -380,32 +382,39 @@ func Example_idempotencyKeys() {
 	}
 	defer db.Close()
 
-	charges := 0
-	var mu sync.Mutex // one request per id at a time
+	var charges atomic.Int64
 	charge := func(requestID, amount string) string {
-		mu.Lock()
-		defer mu.Unlock()
 		idem := []byte("idem:" + requestID)
-		if v, err := db.Get(idem); err == nil {
-			return string(v) + " (replayed)"
-		} else if !errors.Is(err, mayfly.ErrNotFound) {
-			log.Fatal(err)
-		}
-		charges++
-		id := fmt.Sprintf("ch_%d", charges)
+		id := fmt.Sprintf("ch_%s", requestID)
 		result := id + " " + amount + " ok"
 		b := db.NewBatch()
+		defer b.Close()
+		b.PutIfAbsent(idem, []byte(result), mayfly.ExpireAfter(24*time.Hour))
 		b.PutTTL([]byte("charge:"+id), []byte(amount), mayfly.NoExpiry())
-		b.PutTTL(idem, []byte(result), mayfly.ExpireAfter(24*time.Hour))
-		if err := b.Write(mayfly.Sync); err != nil { // both or neither
+		switch err := b.Write(mayfly.Sync); {
+		case errors.Is(err, mayfly.ErrConditionFailed): // seen before
+			v, err := db.Get(idem)
+			if err != nil {
+				log.Fatal(err)
+			}
+			return string(v) + " (replayed)"
+		case err != nil:
 			log.Fatal(err)
 		}
+		charges.Add(1)
 		return result
 	}
 
-	fmt.Println(charge("req-7f3a", "$20"))
+	// A request and two retries race; one charges.
+	var wg sync.WaitGroup
+	results := make([]string, 3)
+	for i := range results {
+		wg.Go(func() { results[i] = charge("req-7f3a", "$20") })
+	}
+	wg.Wait()
+	fmt.Println("charges after 3 racing attempts:", charges.Load())
 	clk.Advance(time.Minute)
-	fmt.Println(charge("req-7f3a", "$20")) // the client retried
+	fmt.Println(charge("req-7f3a", "$20")) // a later retry
 	fmt.Println(charge("req-91c0", "$5"))  // a different request
 	left, _, _ := db.TTL([]byte("idem:req-7f3a"))
 	fmt.Println("idem:req-7f3a kept for", left)
@@ -413,23 +422,70 @@ func Example_idempotencyKeys() {
 	clk.Advance(24 * time.Hour)
 	_, err = db.Get([]byte("idem:req-7f3a"))
 	fmt.Println("after 24h:", err)
-	v, err := db.Get([]byte("charge:ch_1"))
-	fmt.Printf("charge:ch_1 = %s %v\n", v, err)
-	fmt.Println("charges made:", charges)
+	v, err := db.Get([]byte("charge:ch_req-7f3a"))
+	fmt.Printf("charge:ch_req-7f3a = %s %v\n", v, err)
 	// Output:
-	// ch_1 $20 ok
-	// ch_1 $20 ok (replayed)
-	// ch_2 $5 ok
+	// charges after 3 racing attempts: 1
+	// ch_req-7f3a $20 ok (replayed)
+	// ch_req-91c0 $5 ok
 	// idem:req-7f3a kept for 23h59m0s
 	// after 24h: mayfly: not found
-	// charge:ch_1 = $20 <nil>
-	// charges made: 2
+	// charge:ch_req-7f3a = $20 <nil>
 }
 
-// A lease: the holder of "lease:job42" owns the job while the row lives. The
-// holder renews it by writing it again with a fresh TTL before it runs out;
-// if the holder stops (crashes, hangs), the row expires and another worker
-// can take it over.
+// One-time tokens: a password-reset link carries a token stored for 15
+// minutes; GetDel takes it and deletes it in one step, so of two clicks
+// racing on the link exactly one gets it.
+func Example_oneTimeTokens() {
+	dir, err := os.MkdirTemp("", "mayfly-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	clk := clock.NewManual(exampleEpoch)
+	db, err := mayfly.Open(dir, &mayfly.Options{Clock: clk})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+
+	if err := db.PutTTL([]byte("reset:tok-81f2"), []byte("user:ada"), mayfly.ExpireAfter(15*time.Minute)); err != nil {
+		log.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var used atomic.Int64
+	for range 2 { // a double click
+		wg.Go(func() {
+			if _, err := db.GetDel([]byte("reset:tok-81f2")); err == nil {
+				used.Add(1)
+			} else if !errors.Is(err, mayfly.ErrNotFound) {
+				log.Fatal(err)
+			}
+		})
+	}
+	wg.Wait()
+	fmt.Println("resets done:", used.Load())
+	_, err = db.GetDel([]byte("reset:tok-81f2"))
+	fmt.Println("third use:", err)
+
+	// A token not used in time is gone too.
+	db.PutTTL([]byte("reset:tok-93aa"), []byte("user:bob"), mayfly.ExpireAfter(15*time.Minute))
+	clk.Advance(15*time.Minute + time.Millisecond)
+	_, err = db.GetDel([]byte("reset:tok-93aa"))
+	fmt.Println("after 15m:", err)
+	// Output:
+	// resets done: 1
+	// third use: mayfly: not found
+	// after 15m: mayfly: not found
+}
+
+// A lock with a lease and a fencing token: a worker holds "lease:job42"
+// while the lease lives and renews it before it runs out; if it stops, the
+// lease expires and another worker acquires it, with a larger token. The
+// storage the job writes to remembers the largest token it has seen and
+// refuses writes with a smaller one, so a stalled former holder that wakes
+// up cannot overwrite the new holder's work.
 func Example_leaseRenewal() {
 	dir, err := os.MkdirTemp("", "mayfly-example")
 	if err != nil {
@@ -444,69 +500,47 @@ func Example_leaseRenewal() {
 	}
 	defer db.Close()
 
-	const leaseTTL = 10 * time.Second
+	const ttl = 10 * time.Second
 	key := []byte("lease:job42")
-	var mu sync.Mutex // makes check-then-write atomic between workers
-
-	// acquire takes the lease if it is free or already ours (which renews it).
-	acquire := func(owner string) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		v, err := db.Get(key)
-		switch {
-		case err == nil && string(v) != owner:
-			left, _, _ := db.TTL(key)
-			fmt.Printf("  %s: held by %s for %v more\n", owner, v, left)
-			return false
-		case err != nil && !errors.Is(err, mayfly.ErrNotFound):
-			log.Fatal(err)
+	highest := uint64(0) // the fenced storage's largest token seen
+	write := func(l mayfly.Lease, what string) {
+		if l.Token < highest {
+			fmt.Printf("  storage refuses %s's write: token is stale\n", l.Holder)
+			return
 		}
-		if err := db.PutWith(key, []byte(owner), mayfly.ExpireAfter(leaseTTL), mayfly.Sync); err != nil {
-			log.Fatal(err)
-		}
-		return true
-	}
-	// renew extends the lease if owner still holds it and it has not run out.
-	renew := func(owner string) bool {
-		mu.Lock()
-		left, _, err := db.TTL(key)
-		v, _ := db.Get(key)
-		mu.Unlock()
-		if err != nil || string(v) != owner {
-			fmt.Printf("  %s: lease lost\n", owner)
-			return false
-		}
-		fmt.Printf("  %s: %v left, renewing\n", owner, left)
-		return acquire(owner)
+		highest = l.Token
+		fmt.Printf("  storage accepts %s's write: %s\n", l.Holder, what)
 	}
 	at := func() string { return clk.Now().Sub(exampleEpoch).String() }
 
-	fmt.Println(at(), "A acquires:", acquire("A"))
-	fmt.Println(at(), "B acquires:", acquire("B"))
+	a, ok, err := db.AcquireLease(key, []byte("A"), ttl)
+	fmt.Println(at(), "A acquires:", ok, err)
+	_, ok, _ = db.AcquireLease(key, []byte("B"), ttl)
+	fmt.Println(at(), "B acquires:", ok)
+	write(a, "step 1")
 
 	clk.Advance(7 * time.Second)
-	fmt.Println(at(), "A renews:", renew("A"))
+	a, ok, _ = db.RenewLease(a, ttl)
+	fmt.Println(at(), "A renews:", ok, "until +"+a.Deadline.Sub(exampleEpoch).String())
 
-	clk.Advance(8 * time.Second) // past the first deadline, within the renewed one
-	fmt.Println(at(), "B acquires:", acquire("B"))
-
-	// A stops renewing; the renewed lease ends 10s after the renewal.
-	clk.Advance(2*time.Second + time.Millisecond)
-	fmt.Println(at(), "B acquires:", acquire("B"))
-	fmt.Println(at(), "A renews:", renew("A"))
-	v, _ := db.Get(key)
-	left, _, _ := db.TTL(key)
-	fmt.Printf("%s holder %s, %v left\n", at(), v, left)
+	// A stalls (a long GC pause, say) past its deadline; B takes over.
+	clk.Advance(ttl + time.Millisecond)
+	b, ok, _ := db.AcquireLease(key, []byte("B"), ttl)
+	fmt.Println(at(), "B acquires:", ok, "token above A's:", b.Token > a.Token)
+	write(b, "step 1 again")
+	write(a, "step 2") // A wakes up, still thinking it holds the lease
+	_, ok, _ = db.RenewLease(a, ttl)
+	fmt.Println(at(), "A renews:", ok)
+	ok, _ = db.ReleaseLease(b)
+	fmt.Println(at(), "B releases:", ok)
 	// Output:
-	// 0s A acquires: true
-	//   B: held by A for 10s more
+	// 0s A acquires: true <nil>
 	// 0s B acquires: false
-	//   A: 3s left, renewing
-	// 7s A renews: true
-	//   B: held by A for 2s more
-	// 15s B acquires: false
-	// 17.001s B acquires: true
-	//   A: lease lost
+	//   storage accepts A's write: step 1
+	// 7s A renews: true until +17s
+	// 17.001s B acquires: true token above A's: true
+	//   storage accepts B's write: step 1 again
+	//   storage refuses A's write: token is stale
 	// 17.001s A renews: false
-	// 17.001s holder B, 10s left
+	// 17.001s B releases: true
 }

@@ -2,6 +2,7 @@ package tests
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -94,4 +95,38 @@ func TestCrashRefusedBatchNotLogged(t *testing.T) {
 	e.crashReopen()
 	wantAbsent(t, e.db, "a")
 	wantValue(t, e.db, "k", "w")
+}
+
+// crashRow is a row of TestCrashRandomPrefix's model: a value and a
+// deadline (0: none).
+type crashRow = struct {
+	v        string
+	deadline int64
+}
+
+// addConditional adds to b a random conditional write of key k (value v),
+// applies it to the model next as of clock time now, and reports whether
+// its condition holds there.
+func addConditional(t *testing.T, rng *rand.Rand, b *mayfly.Batch, next map[string]crashRow, k string, now int64, v string) bool {
+	t.Helper()
+	cur, live := next[k]
+	live = live && (cur.deadline == 0 || cur.deadline >= now)
+	old := cur.v
+	if rng.IntN(4) == 0 {
+		old += "!" // a value the key does not hold
+	}
+	switch rng.IntN(3) {
+	case 0:
+		ttl := time.Duration(1+rng.IntN(3000)) * time.Millisecond
+		must(t, b.PutIfAbsent([]byte(k), []byte(v), mayfly.ExpireAfter(ttl)))
+		next[k] = crashRow{v, now + ttl.Milliseconds()}
+		return !live
+	case 1:
+		must(t, b.CompareAndSwap([]byte(k), []byte(old), []byte(v), mayfly.NoExpiry()))
+		next[k] = crashRow{v, 0}
+	default:
+		must(t, b.CompareAndDelete([]byte(k), []byte(old)))
+		delete(next, k)
+	}
+	return live && old == cur.v
 }

@@ -141,18 +141,15 @@ func TestCrashAfterFlushAndCompact(t *testing.T) {
 	wantAbsent(t, e.db, "flushed")
 }
 
-// TestCrashRandomPrefix: random writes (synced or not, with TTLs and
-// deletes), flushes and compactions, with a small memtable so that WAL
+// TestCrashRandomPrefix: random writes (synced or not, with TTLs, deletes
+// and conditional entries; a batch whose condition fails writes nothing), flushes and compactions, with a small memtable so that WAL
 // segments rotate; after each simulated power cut the database must equal
 // the model as of some batch boundary at or after the last synced write.
 func TestCrashRandomPrefix(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 11))
 	e := newMemEnv(t, func(o *mayfly.Options) { o.MemtableSize = 16 << 10 })
-	type row struct {
-		v        string
-		deadline int64 // 0: none
-	}
+	type row = crashRow // value and deadline (0: none)
 	cur := map[string]row{}
 	const nkeys = 40
 	for round := range 8 {
@@ -166,8 +163,14 @@ func TestCrashRandomPrefix(t *testing.T) {
 			}
 			b := e.db.NewBatch()
 			next := clone(cur)
+			holds := true // every condition of the batch holds
 			for range 1 + rng.IntN(3) {
 				k := key(rng.IntN(nkeys))
+				switch rng.IntN(9) {
+				case 6, 7, 8:
+					holds = addConditional(t, rng, b, next, k, e.clk.NowMillis(), fmt.Sprintf("r%d-op%d-c", round, op)) && holds
+					continue
+				}
 				switch rng.IntN(6) {
 				case 0:
 					must(t, b.Delete([]byte(k)))
@@ -183,11 +186,17 @@ func TestCrashRandomPrefix(t *testing.T) {
 					next[k] = row{v, 0}
 				}
 			}
-			must(t, b.Write(opts))
-			cur = next
-			history = append(history, clone(cur))
-			if sync {
-				durable = len(history) - 1
+			if err := b.Write(opts); !holds {
+				if !isErr(err, mayfly.ErrConditionFailed) {
+					t.Fatalf("round %d op %d: Write of a batch whose condition fails: %v", round, op, err)
+				}
+			} else {
+				must(t, err)
+				cur = next
+				history = append(history, clone(cur))
+				if sync {
+					durable = len(history) - 1
+				}
 			}
 			switch rng.IntN(40) {
 			case 0:
