@@ -31,8 +31,10 @@ import (
 // and leaves now alone. Each step is nondeterministic: one successor state
 // per T whose outcome matches the recorded output. Relative TTLs become
 // deadlines T+ttl, and a value is live at T while T <= deadline (RFC 0001).
-// Operations on different keys are independent, so the history is checked
-// per key.
+// Touch and GetEx read first and write only when the deadline changes, so
+// when they find the key absent, or its deadline already the one asked,
+// they are reads in the model too. Operations on different keys are
+// independent, so the history is checked per key.
 
 type linOpKind uint8
 
@@ -44,21 +46,28 @@ const (
 	linCompareAndSwap
 	linCompareAndDelete
 	linGetDel
+	linExpire
+	linPersist
+	linGetEx
+	linTouch
+	linExpireTime
 )
 
-var linOpNames = [...]string{"Put", "Get", "Delete", "PutIfAbsent", "CompareAndSwap", "CompareAndDelete", "GetDel"}
+var linOpNames = [...]string{"Put", "Get", "Delete", "PutIfAbsent", "CompareAndSwap", "CompareAndDelete", "GetDel",
+	"Expire", "Persist", "GetEx", "Touch", "ExpireTime"}
 
 type linInput struct {
 	op       linOpKind
 	key      int
 	val, old string
 	ttl      int64 // ms; 0 means no expiry
+	cond     ExpireCond
 	t0, t1   int64 // clock readings before the call and after the return
 }
 
 type linOutput struct {
 	ok  bool   // write applied / value found
-	val string // Get and GetDel: the value returned
+	val string // Get, GetDel and GetEx: the value returned; ExpireTime: the deadline
 }
 
 // linState is one key's state in the sequential model.
@@ -109,8 +118,62 @@ func (s linState) step(in linInput, t int64) (linOutput, linState) {
 		if live {
 			return linOutput{ok: true, val: s.val}, linState{now: t}
 		}
+	case linExpireTime:
+		if live {
+			return linOutput{ok: true, val: fmt.Sprint(s.deadline)}, s
+		}
+		return linOutput{}, s
+	case linExpire, linGetEx, linTouch:
+		deadline := int64(0) // NoExpiry
+		if in.ttl > 0 {
+			deadline = t + in.ttl
+		}
+		out := linOutput{ok: live}
+		if in.op == linGetEx && live {
+			out.val = s.val
+		}
+		cond := ExpireAlways
+		if in.op == linExpire {
+			cond = in.cond
+		}
+		if !live && in.op != linExpire {
+			// Touch and GetEx find a key absent by a read, as Get does.
+			return out, s
+		}
+		if !live || !linAllows(cond, s.deadline, deadline) {
+			out.ok = false
+			return out, next
+		}
+		if in.op != linExpire && s.deadline == deadline {
+			// A touch that changes nothing writes nothing: it reads,
+			// and leaves the pipeline's time alone, as a Get does.
+			return out, s
+		}
+		next.deadline = deadline
+		return out, next
+	case linPersist:
+		if live && s.deadline != 0 {
+			next.deadline = 0
+			return linOutput{ok: true}, next
+		}
 	}
 	return linOutput{}, next
+}
+
+// linAllows is ExpireCond.allows over deadlines where 0 is none (later
+// than any).
+func linAllows(c ExpireCond, cur, nw int64) bool {
+	switch c {
+	case ExpireNX:
+		return cur == 0
+	case ExpireXX:
+		return cur != 0
+	case ExpireGT:
+		return cur != 0 && (nw == 0 || nw > cur)
+	case ExpireLT:
+		return nw != 0 && (cur == 0 || nw < cur)
+	}
+	return true
 }
 
 var linModel = porcupine.NondeterministicModel{
@@ -139,7 +202,7 @@ var linModel = porcupine.NondeterministicModel{
 	},
 	DescribeOperation: func(input, output any) string {
 		in, out := input.(linInput), output.(linOutput)
-		return fmt.Sprintf("%s(k%d, %q, old %q, ttl %d) @[%d,%d] -> %v %q", linOpNames[in.op], in.key, in.val, in.old, in.ttl, in.t0, in.t1, out.ok, out.val)
+		return fmt.Sprintf("%s(k%d, %q, old %q, ttl %d, cond %v) @[%d,%d] -> %v %q", linOpNames[in.op], in.key, in.val, in.old, in.ttl, in.cond, in.t0, in.t1, out.ok, out.val)
 	},
 }
 
@@ -182,6 +245,25 @@ func (c linDB) run(in linInput) (linOutput, error) {
 	case linGetDel:
 		v, err = c.db.GetDel(key)
 		ok = err == nil
+	case linExpire:
+		ok, err = c.db.Expire(key, linTTL(in.ttl), in.cond)
+	case linPersist:
+		ok, err = c.db.Persist(key)
+	case linGetEx:
+		v, err = c.db.GetEx(key, linTTL(in.ttl))
+		ok = err == nil
+	case linTouch:
+		ok, err = c.db.Touch(key, linTTL(in.ttl))
+	case linExpireTime:
+		var at time.Time
+		var expires bool
+		at, expires, err = c.db.ExpireTime(key)
+		ok = err == nil
+		if ok && expires {
+			v = fmt.Append(nil, at.UnixMilli())
+		} else if ok {
+			v = []byte("0")
+		}
 	}
 	if errors.Is(err, ErrNotFound) {
 		err = nil
@@ -219,6 +301,7 @@ func linHistory(t *testing.T, c linClient, clk *clock.Manual, clients, ops, keys
 				if r.IntN(3) > 0 {
 					in.ttl = 1 + r.Int64N(6)
 				}
+				in.cond = ExpireCond(r.IntN(int(ExpireLT) + 1))
 				in.old = seen[in.key]
 				if r.IntN(4) == 0 {
 					in.old = fmt.Sprintf("c%d-%d", r.IntN(clients), r.IntN(n+1))
@@ -232,7 +315,7 @@ func linHistory(t *testing.T, c linClient, clk *clock.Manual, clients, ops, keys
 					t.Error(err)
 					return
 				}
-				if out.val != "" {
+				if out.val != "" && in.op != linExpireTime {
 					seen[in.key] = out.val
 				} else if out.ok && in.op != linDelete && in.op != linCompareAndDelete {
 					seen[in.key] = in.val
@@ -253,7 +336,9 @@ func linHistory(t *testing.T, c linClient, clk *clock.Manual, clients, ops, keys
 func TestLinearizableConditionalWrites(t *testing.T) {
 	for seed := range uint64(3) {
 		clk := clock.NewManual(epoch)
-		db := openTestDB(t, t.TempDir(), clk, func(o *Options) { o.MemtableSize = 64 << 10 })
+		// A touch window below a millisecond: Touch and GetEx are exact,
+		// as the model has them (the window's bound is TestTouchCoalesces').
+		db := openTestDB(t, t.TempDir(), clk, func(o *Options) { o.MemtableSize = 64 << 10; o.TouchWindow = time.Nanosecond })
 		h := linHistory(t, linDB{db}, clk, 4, 250, 3, seed)
 		must(t, db.Close())
 		res := porcupine.CheckOperationsTimeout(linModel.ToModel(), h, 20*time.Second)

@@ -155,10 +155,16 @@ func (db *DB) touch(key []byte, ttl TTL, withValue bool) ([]byte, error) {
 	if db.opts.ReadOnly {
 		return nil, ErrReadOnly
 	}
-	now := db.clock.NowMillis()
-	r, err := db.lookup(key, latestSeq, now, nil, withValue)
+	// The clock is read after the lookup, as Get judges expiry: a write the
+	// lookup saw committed no later than now, so the call may take effect
+	// at now, after it.
+	r, err := db.lookup(key, latestSeq, nowUnread, nil, withValue)
 	if err != nil {
 		return nil, err
+	}
+	now := db.clock.NowMillis()
+	if r.ExpiredAt(now) {
+		return nil, ErrNotFound
 	}
 	asked := v
 	if expires && relative {
