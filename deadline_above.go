@@ -1,6 +1,8 @@
 package mayfly
 
 import (
+	"math"
+
 	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/memtable"
@@ -25,9 +27,16 @@ import (
 // row expired at Now was not live then.
 
 // deadlineSources are the newer memtables and tables holding deadline rows.
+// A compaction takes only those whose deadline rows may have committed by
+// the latest deadline among its inputs (reach): a deadline row applies only
+// to a value live when it committed, so a later one cannot apply to any
+// input row. The picker's deadlineReaches uses the same bound, so a table
+// it rewrites for expired bytes is never kept unchanged by a source it did
+// not count (which would pick it again and again).
 type deadlineSources struct {
 	mems   []*memtable.Memtable
 	tables []*tableFile
+	reach  int64 // math.MaxInt64: every source counts
 }
 
 // check reports whether a version of key may exist in the sources.
@@ -58,13 +67,13 @@ func (s *deadlineSources) fn() func([]byte) bool {
 }
 
 func (s *deadlineSources) addMem(m *memtable.Memtable) {
-	if m.HasDeadlineRows() {
+	if ts, ok := m.DeadlineMinTS(); ok && ts <= s.reach {
 		s.mems = append(s.mems, m)
 	}
 }
 
 func (s *deadlineSources) addTable(t *tableFile, lo, hi []byte) {
-	if t.Meta.RowFeatures&format.FlagDeadline != 0 && t.Meta.Overlaps(lo, hi) {
+	if t.Meta.RowFeatures&format.FlagDeadline != 0 && t.Meta.MinTS <= s.reach && t.Meta.Overlaps(lo, hi) {
 		s.tables = append(s.tables, t)
 	}
 }
@@ -72,7 +81,7 @@ func (s *deadlineSources) addTable(t *tableFile, lo, hi []byte) {
 // flushDeadlineSources returns the sources above memtable m, the oldest
 // frozen one: every newer memtable of rs.
 func flushDeadlineSources(rs *readState, m *memtable.Memtable) *deadlineSources {
-	s := &deadlineSources{}
+	s := &deadlineSources{reach: math.MaxInt64}
 	s.addMem(rs.mem)
 	for _, im := range rs.imm {
 		if im != m {
@@ -85,20 +94,24 @@ func flushDeadlineSources(rs *readState, m *memtable.Memtable) *deadlineSources 
 // compactionDeadlineSources returns the sources above compaction j's
 // inputs in rs: every memtable, the level-0 tables that are not inputs,
 // and the tables of the levels above the first input level, each if it
-// overlaps the inputs' key range [j.Lo, j.Hi].
+// overlaps the inputs' key range [j.Lo, j.Hi] and its deadline rows are
+// early enough to reach an input row.
 func compactionDeadlineSources(rs *readState, j *compactionJob) *deadlineSources {
-	s := &deadlineSources{}
-	s.addMem(rs.mem)
-	for _, m := range rs.imm {
-		s.addMem(m)
-	}
+	s := &deadlineSources{reach: math.MinInt64}
 	top := compaction.NumLevels
 	isInput := map[*tableFile]bool{}
 	for i, in := range j.Inputs {
 		top = min(top, in.Level)
 		for _, t := range j.inputs[i] {
 			isInput[t] = true
+			if t.Meta.NumTTLRows > 0 {
+				s.reach = max(s.reach, t.Meta.MaxExpireTS)
+			}
 		}
+	}
+	s.addMem(rs.mem)
+	for _, m := range rs.imm {
+		s.addMem(m)
 	}
 	// Level 0 always: its tables that are not inputs may be newer.
 	for l := range max(top, 1) {

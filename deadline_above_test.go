@@ -1,7 +1,9 @@
 package mayfly
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -77,4 +79,43 @@ func TestDeadlineRowKeepsValueBelowCompaction(t *testing.T) {
 	if m := db.Metrics(); m.Levels[6].Rows+m.Levels[0].Rows != 0 {
 		t.Fatalf("expired key still on disk: %+v", m.Levels)
 	}
+}
+
+// TestDeadlineAboveNoCompactionLoop: a table whose expired rows a deadline
+// row above keeps (compaction rule 5) is not picked for its expired bytes
+// again and again: background compaction goes idle, and the value stays.
+func TestDeadlineAboveNoCompactionLoop(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openTestDB(t, t.TempDir(), clk, nil)
+	defer db.Close()
+	ctx := context.Background()
+	value := bytes.Repeat([]byte("v"), 200)
+	for i := range 50 {
+		if err := db.PutTTL(fmt.Appendf(nil, "k%02d", i), value, ExpireAfter(10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		// A row without expiry in the same table: it is no candidate for
+		// a whole-file drop, only for a rewrite of its expired bytes.
+		if err := db.PutTTL(fmt.Appendf(nil, "n%02d", i), []byte("n"), NoExpiry()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if ok, err := db.Expire(fmt.Appendf(nil, "k%02d", i), ExpireAfter(time.Hour), ExpireAlways); !ok || err != nil {
+			t.Fatalf("Expire = %v, %v", ok, err)
+		}
+	}
+	clk.Advance(20 * time.Second) // every row below expired by its own deadline
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := db.WaitForCompactions(wctx); err != nil {
+		t.Fatalf("WaitForCompactions: %v (compactions so far: %d)", err, db.Metrics().Compactions)
+	}
+	mustGet(t, db, "k07", string(value))
 }

@@ -239,13 +239,15 @@ func NextDropTS(v *Levels, now int64) (ts int64, ok bool) {
 
 // pickExpired rewrites the table with the most expired bytes, if they are at
 // least ExpiredBytesRatio of it, into the next level (the bottom level
-// rewrites into itself).
+// rewrites into itself). A table a deadline row above may reach is left
+// alone: the rewrite would have to keep the rows that deadline row needs
+// (compaction rule 5) and would find the same expired bytes again.
 func pickExpired(v *Levels, o *PickerOptions, env *Env) *Pick {
 	var best *Table
 	bestLevel := -1
 	var bestBytes uint64
 	for l := range v {
-		for _, t := range v[l] {
+		for i, t := range v[l] {
 			if t.Compacting {
 				continue
 			}
@@ -253,7 +255,7 @@ func pickExpired(v *Levels, o *PickerOptions, env *Env) *Pick {
 			if float64(eb) < o.ExpiredBytesRatio*float64(t.Meta.Size) || eb <= bestBytes {
 				continue
 			}
-			if awaitsDrop(v, l, t, o) {
+			if awaitsDrop(v, l, t, o) || deadlineReaches(v, l, i, env) {
 				continue
 			}
 			best, bestLevel, bestBytes = t, l, eb

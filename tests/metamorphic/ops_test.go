@@ -84,12 +84,18 @@ const (
 	opCompareAndDelete
 	opGetDel
 	opCondBatch
+	// TTL operations (ttlops_test.go).
+	opExpire
+	opPersist
+	opGetEx
+	opTouch
 )
 
 var opNames = [...]string{"Put", "Delete", "Batch", "Burst", "Get", "TTL", "Scan", "IterOpen", "IterMove",
 	"IterClose", "SnapOpen", "SnapGet", "SnapTTL", "SnapScan", "SnapIterOpen", "SnapClose", "Flush",
 	"Compact", "ReclaimExpired", "WaitForCompactions", "Reopen", "Crash", "Advance", "AdvanceToExpiry", "Check",
-	"PutIfAbsent", "PutIfPresent", "CompareAndSwap", "CompareAndDelete", "GetDel", "CondBatch"}
+	"PutIfAbsent", "PutIfPresent", "CompareAndSwap", "CompareAndDelete", "GetDel", "CondBatch",
+	"Expire", "Persist", "GetEx", "Touch"}
 
 func (k opKind) String() string { return opNames[k] }
 
@@ -351,6 +357,8 @@ func (o op) String() string {
 		return "Check"
 	case opPutIfAbsent, opPutIfPresent, opCompareAndSwap, opCompareAndDelete, opGetDel, opCondBatch:
 		return o.condString()
+	case opExpire, opPersist, opGetEx, opTouch:
+		return o.ttlOpString()
 	}
 	return "?"
 }
@@ -416,6 +424,10 @@ var opWeights = []weighted{
 	{10, opCompareAndDelete},
 	{20, opGetDel},
 	{15, opCondBatch},
+	{25, opExpire},
+	{8, opPersist},
+	{25, opGetEx},
+	{15, opTouch},
 }
 
 var totalWeight = func() int {
@@ -753,6 +765,8 @@ func (g *generator) next() op {
 			o.extra = int64(g.intn(2)) // land on the deadline or just past it
 		case opPutIfAbsent, opPutIfPresent, opCompareAndSwap, opCompareAndDelete, opGetDel, opCondBatch:
 			g.condOp(&o)
+		case opExpire, opPersist, opGetEx, opTouch:
+			g.ttlOp(&o)
 		}
 		return o
 	}

@@ -252,6 +252,9 @@ func (r *runner) step(o op) (string, error) {
 	case opPutIfAbsent, opPutIfPresent, opCompareAndSwap, opCompareAndDelete, opGetDel, opCondBatch:
 		return r.condStep(o, now)
 
+	case opExpire, opPersist, opGetEx, opTouch:
+		return r.ttlStep(o, now)
+
 	case opBurst:
 		nowT := r.clk.Now()
 		for _, e := range o.entries {
