@@ -54,7 +54,7 @@ type Params struct {
 	Sessions   int
 	ExpireKeys int
 	Threads    int
-	TouchOps   int // ops of touchwal; Reads if 0
+	TouchOps   int    // ops of touchwal; Reads if 0
 	CPUProfile string // path; profiles the timed phase only
 	MemProfile string // path; heap profile taken at the end of the timed phase
 	// PeakHeapProfile is a path; the heap profile of the collection with
