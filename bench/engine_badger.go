@@ -121,3 +121,73 @@ func (e *badgerEngine) Stats() map[string]float64 {
 
 func (e *badgerEngine) Close() error     { return e.db.Close() }
 func (e *badgerEngine) DiskBytes() int64 { return DirBytes(e.dir) }
+
+// TTLOps: one transaction per call, retried on ErrConflict, as a Badger
+// application does it.
+
+// update runs f in a read-write transaction until it commits without a
+// conflict.
+func (e *badgerEngine) update(f func(txn *badger.Txn) error) error {
+	for {
+		err := e.db.Update(f)
+		if !errors.Is(err, badger.ErrConflict) {
+			return err
+		}
+	}
+}
+
+func (e *badgerEngine) PutExpiring(k, v []byte, ttl time.Duration) error { return e.PutTTL(k, v, ttl) }
+
+func (e *badgerEngine) GetEx(k []byte, ttl time.Duration, dst []byte) ([]byte, bool, error) {
+	return e.take(k, dst, func(txn *badger.Txn, v []byte) error {
+		return txn.SetEntry(badger.NewEntry(k, v).WithTTL(ttl))
+	})
+}
+
+func (e *badgerEngine) Touch(k []byte, ttl time.Duration) (bool, error) {
+	_, ok, err := e.GetEx(k, ttl, nil)
+	return ok, err
+}
+
+func (e *badgerEngine) GetDel(k, dst []byte) ([]byte, bool, error) {
+	return e.take(k, dst, func(txn *badger.Txn, _ []byte) error { return txn.Delete(k) })
+}
+
+// take reads k's live value into dst and, if there is one, applies write
+// in the same transaction.
+func (e *badgerEngine) take(k, dst []byte, write func(txn *badger.Txn, v []byte) error) ([]byte, bool, error) {
+	var found bool
+	err := e.update(func(txn *badger.Txn) error {
+		found = false
+		item, err := txn.Get(k)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if dst, err = item.ValueCopy(dst[:0]); err != nil {
+			return err
+		}
+		found = true
+		return write(txn, dst)
+	})
+	return dst, found && err == nil, err
+}
+
+func (e *badgerEngine) PutIfAbsent(k, v []byte, ttl time.Duration) (bool, error) {
+	var wrote bool
+	err := e.update(func(txn *badger.Txn) error {
+		wrote = false
+		_, err := txn.Get(k)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, badger.ErrKeyNotFound) {
+			return err
+		}
+		wrote = true
+		return txn.SetEntry(badger.NewEntry(k, v).WithTTL(ttl))
+	})
+	return wrote && err == nil, err
+}

@@ -111,6 +111,8 @@ func (e *mayflyEngine) Stats() map[string]float64 {
 		"cache_misses":      float64(m.BlockCacheMisses),
 	}
 	stats["flushes"] = float64(m.Flushes)
+	stats["touches_coalesced"] = float64(m.TouchesCoalesced)
+	stats["wal_bytes"] = float64(m.WALBytes)
 	for kind, n := range m.CompactionsByKind {
 		stats["compactions_"+kind] = float64(n)
 	}
@@ -124,3 +126,31 @@ func (e *mayflyEngine) Close() error {
 }
 
 func (e *mayflyEngine) DiskBytes() int64 { return DirBytes(e.dir) }
+
+// TTLOps: Mayfly's native single-key operations.
+
+func (e *mayflyEngine) PutExpiring(k, v []byte, ttl time.Duration) error { return e.PutTTL(k, v, ttl) }
+
+func (e *mayflyEngine) GetEx(k []byte, ttl time.Duration, dst []byte) ([]byte, bool, error) {
+	return found(e.db.GetEx(k, mayfly.ExpireAfter(ttl)))
+}
+
+func (e *mayflyEngine) Touch(k []byte, ttl time.Duration) (bool, error) {
+	return e.db.Touch(k, mayfly.ExpireAfter(ttl))
+}
+
+func (e *mayflyEngine) PutIfAbsent(k, v []byte, ttl time.Duration) (bool, error) {
+	return e.db.PutIfAbsent(k, v, mayfly.ExpireAfter(ttl))
+}
+
+func (e *mayflyEngine) GetDel(k, dst []byte) ([]byte, bool, error) { return found(e.db.GetDel(k)) }
+
+// found maps Mayfly's ErrNotFound to found=false.
+func found(v []byte, err error) ([]byte, bool, error) {
+	if errors.Is(err, mayfly.ErrNotFound) {
+		return nil, false, nil
+	}
+	return v, err == nil, err
+}
+
+func (e *mayflyEngine) WALBytes() uint64 { return e.db.Metrics().WALBytes }

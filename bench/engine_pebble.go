@@ -19,6 +19,7 @@ type pebbleEngine struct {
 	db        *pebble.DB
 	cache     *pebble.Cache
 	dir       string
+	ttl       pebbleTTL // TTLOps state (engine_pebble_ttl.go)
 }
 
 func (e *pebbleEngine) Name() string {

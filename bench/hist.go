@@ -59,3 +59,11 @@ func (h *Hist) Quantile(q float64) time.Duration {
 	}
 	return 0
 }
+
+// Merge adds o's latencies to h.
+func (h *Hist) Merge(o *Hist) {
+	for i, c := range o.counts {
+		h.counts[i] += c
+	}
+	h.n += o.n
+}

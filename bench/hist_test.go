@@ -41,3 +41,18 @@ func TestKeysOrder(t *testing.T) {
 		t.Fatalf("want %q < %q < %q", a, m, b)
 	}
 }
+
+func TestHistMerge(t *testing.T) {
+	var a, b Hist
+	for i := 1; i <= 100; i++ {
+		a.Record(time.Duration(i) * time.Microsecond)
+		b.Record(time.Duration(100+i) * time.Microsecond)
+	}
+	a.Merge(&b)
+	if a.Count() != 200 {
+		t.Fatalf("count %d, want 200", a.Count())
+	}
+	if got, want := a.Quantile(0.75), 150*time.Microsecond; got < want*96/100 || got > want {
+		t.Errorf("q0.75 = %v, want ≈ %v", got, want)
+	}
+}

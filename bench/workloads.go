@@ -47,6 +47,14 @@ type Params struct {
 	Churn      time.Duration // ttlchurn duration (real time)
 	CacheBytes int64
 	Bloom      int
+	// The TTL-operation workloads (workloads_ttl.go): the number of
+	// sessions preloaded by session, the keys of expirebytes, and the
+	// threads of session, idempotency, onetime and touchwal. Their ops are
+	// Reads, but for touchwal's.
+	Sessions   int
+	ExpireKeys int
+	Threads    int
+	TouchOps   int    // ops of touchwal; Reads if 0
 	CPUProfile string // path; profiles the timed phase only
 	MemProfile string // path; heap profile taken at the end of the timed phase
 	// PeakHeapProfile is a path; the heap profile of the collection with
@@ -159,6 +167,8 @@ func RunWorker(engine, workload, dir string, p Params) (res Result, err error) {
 		ops, elapsed, err = r.readWhileWriting(&res)
 	case "ttlchurn":
 		ops, elapsed, err = r.ttlChurn(&res)
+	case "session", "idempotency", "onetime", "touchwal", "expirebytes":
+		ops, elapsed, err = r.ttlWorkload(workload, &res)
 	default:
 		err = fmt.Errorf("unknown workload %q", workload)
 	}

@@ -36,6 +36,10 @@ var (
 	batchSize = flag.Int("batch", 100, "rows per batch in fillbatch")
 	ttl       = flag.Duration("ttl", 5*time.Second, "row TTL in ttlchurn")
 	churn     = flag.Duration("churn", 60*time.Second, "real-time duration of ttlchurn")
+	sessions  = flag.Int("sessions", 100_000, "sessions preloaded by the session workload")
+	expKeys   = flag.Int("expirekeys", 50_000, "1 KiB keys of the expirebytes workload")
+	touchOps  = flag.Int("touchops", 0, "ops of touchwal (default -reads)")
+	threads   = flag.Int("threads", 4, "threads of session, idempotency, onetime and touchwal (whose ops are -reads)")
 	cacheMiB  = flag.Int64("cache", 64, "block cache budget for every engine, MiB")
 	bloom     = flag.Int("bloom", 10, "bloom filter bits per key for every engine")
 	engines   = flag.String("engines", strings.Join(bench.Engines, ","), "engines to run")
@@ -65,6 +69,7 @@ var (
 func params() bench.Params {
 	p := bench.Params{Num: *num, ValueSize: *valueSize, Reads: *reads, Seeks: *seeks, SyncOps: *syncOps,
 		BatchSize: *batchSize, TTL: *ttl, Churn: *churn, CacheBytes: *cacheMiB << 20, Bloom: *bloom,
+		Sessions: *sessions, ExpireKeys: *expKeys, Threads: *threads, TouchOps: *touchOps,
 		CPUProfile: *cpuProf, MemProfile: *memProf, PeakHeapProfile: *peakMem, RefNoGrowing: *wNoGrow}
 	if p.Reads <= 0 {
 		p.Reads = p.Num
@@ -119,7 +124,8 @@ func runWorker(engine, workload, dir string, rep int, prof string, extra ...stri
 	args := []string{"-worker", "-engine", engine, "-workload", workload, "-dir", dir, "-rep", fmt.Sprint(rep)}
 	flag.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "num", "value", "reads", "seeks", "syncops", "batch", "ttl", "churn", "cache", "bloom":
+		case "num", "value", "reads", "seeks", "syncops", "batch", "ttl", "churn", "cache", "bloom",
+			"sessions", "expirekeys", "threads", "touchops":
 			args = append(args, "-"+f.Name+"="+f.Value.String())
 		}
 	})
@@ -213,7 +219,7 @@ func orchestrate() error {
 		}
 		for _, w := range wls {
 			for _, e := range engs {
-				if w == "ttlchurn" && !bench.HasTTL(e) {
+				if !bench.Supports(e, w) {
 					continue
 				}
 				prof, _ := filepath.Abs(filepath.Join(*profile, e+"-"+w+".pprof"))
@@ -264,7 +270,7 @@ func orchestrate() error {
 	for rep := 1; rep <= *reps; rep++ {
 		for _, w := range wls {
 			for _, e := range engs {
-				if w == "ttlchurn" && !bench.HasTTL(e) {
+				if !bench.Supports(e, w) {
 					continue
 				}
 				adjacent := w == "fillsync" && !*noFsync
@@ -292,6 +298,7 @@ func orchestrate() error {
 				if w == "ttlchurn" {
 					extra = fmt.Sprintf(" space amp %.2f", r.SpaceAmp)
 				}
+				extra += ttlLogExtra(r)
 				logf("rep %d %-16s %-9s %12.0f ops/s p50 %7.1fµs p99 %8.1fµs disk %7.1f MB rss %6.1f MB%s",
 					rep, w, e, r.OpsPerSec, r.P50us, r.P99us, float64(r.DiskBytes)/1e6, float64(r.PeakRSS)/1e6, extra)
 			}

@@ -100,7 +100,7 @@ func buildReport(all []bench.Result, engs, wls []string, p bench.Params, total t
 			r.fsync = append(r.fsync, x)
 		}
 	}
-	r.table = r.mainTable()
+	r.table = r.mainTable() + r.ttlTables()
 	return r
 }
 
@@ -126,6 +126,9 @@ func (r *report) ratio(w, e, base string) (float64, bool) {
 // mainTable: ops/s median (min..max) per workload and engine, Mayfly's
 // ratio to Pebble and the target.
 func (r *report) mainTable() string {
+	if !slices.ContainsFunc(r.wls, func(w string) bool { return r.agg[w] != nil && !bench.IsTTLWorkload(w) }) {
+		return "" // the TTL workloads have their own tables
+	}
 	var b strings.Builder
 	b.WriteString("| workload |")
 	for _, e := range r.engs {
@@ -142,7 +145,7 @@ func (r *report) mainTable() string {
 	}
 	shares := r.syncShares()
 	for _, w := range r.wls {
-		if r.agg[w] == nil {
+		if r.agg[w] == nil || bench.IsTTLWorkload(w) {
 			continue
 		}
 		b.WriteString("| " + w + " |")
