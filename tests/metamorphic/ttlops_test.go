@@ -143,4 +143,3 @@ func (r *runner) ttlStep(o op, now int64) (string, error) {
 	}
 	return res, nil
 }
-
