@@ -101,9 +101,15 @@ type batchConds struct {
 	args   []byte
 	tokens []tokenSlot
 	got    []byte // value captured by a capture condition at the last commit
+	// peek is the key's state read before the pipeline, for a single-key
+	// DB-level call (cond_peek.go); quiet makes a failed condition return
+	// the bare ErrConditionFailed, which such a call turns into false.
+	peek  condPeek
+	quiet bool
 }
 
 func (c *batchConds) reset() {
+	c.peek.ok, c.quiet = false, false
 	c.list = c.list[:0]
 	c.args = c.args[:0]
 	c.tokens = c.tokens[:0]
@@ -198,13 +204,18 @@ func (o *condOverlay) admit(b *Batch, feedAll bool) error {
 		}
 		for ; ci < len(c.list) && c.list[ci].entry == i; ci++ {
 			bc := &c.list[ci]
-			s, err := o.state(r.Key, bc.kind.needsValue() || bc.capture)
-			if err != nil {
-				o.rollback()
-				return err
+			s, ok := o.peeked(&c.peek, r.Key)
+			if !ok {
+				if s, err = o.state(r.Key, bc.kind.needsValue() || bc.capture); err != nil {
+					o.rollback()
+					return err
+				}
 			}
 			if !bc.kind.holds(s, &r, c.arg(bc)) {
 				o.rollback()
+				if c.quiet {
+					return ErrConditionFailed
+				}
 				return fmt.Errorf("%w: entry %d (%s), key %q", ErrConditionFailed, i, bc.kind, r.Key)
 			}
 			if bc.capture {

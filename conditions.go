@@ -93,7 +93,7 @@ func (b *Batch) checkOperand(old []byte) error {
 func (db *DB) PutIfAbsent(key, value []byte, ttl TTL) (bool, error) {
 	b := db.pooledBatch(0)
 	defer b.Close()
-	return b.writeCond(b.PutIfAbsent(key, value, ttl))
+	return b.writeCondOn(key, b.PutIfAbsent(key, value, ttl))
 }
 
 // PutIfPresent writes key=value, expiring as ttl says, only if key has a
@@ -102,7 +102,7 @@ func (db *DB) PutIfAbsent(key, value []byte, ttl TTL) (bool, error) {
 func (db *DB) PutIfPresent(key, value []byte, ttl TTL) (bool, error) {
 	b := db.pooledBatch(0)
 	defer b.Close()
-	return b.writeCond(b.PutIfPresent(key, value, ttl))
+	return b.writeCondOn(key, b.PutIfPresent(key, value, ttl))
 }
 
 // CompareAndSwap writes key=new, expiring as ttl says, only if key's live
@@ -111,7 +111,7 @@ func (db *DB) PutIfPresent(key, value []byte, ttl TTL) (bool, error) {
 func (db *DB) CompareAndSwap(key, old, new []byte, ttl TTL) (bool, error) {
 	b := db.pooledBatch(0)
 	defer b.Close()
-	return b.writeCond(b.CompareAndSwap(key, old, new, ttl))
+	return b.writeCondOn(key, b.CompareAndSwap(key, old, new, ttl))
 }
 
 // CompareAndDelete deletes key only if its live value equals old at the
@@ -119,7 +119,7 @@ func (db *DB) CompareAndSwap(key, old, new []byte, ttl TTL) (bool, error) {
 func (db *DB) CompareAndDelete(key, old []byte) (bool, error) {
 	b := db.pooledBatch(0)
 	defer b.Close()
-	return b.writeCond(b.CompareAndDelete(key, old))
+	return b.writeCondOn(key, b.CompareAndDelete(key, old))
 }
 
 // GetDel returns key's live value and deletes the key in one atomic step
@@ -131,7 +131,7 @@ func (db *DB) CompareAndDelete(key, old []byte) (bool, error) {
 func (db *DB) GetDel(key []byte) ([]byte, error) {
 	b := db.pooledBatch(0)
 	defer b.Close()
-	ok, err := b.writeCond(b.deleteIfPresent(key))
+	ok, err := b.writeCondOn(key, b.deleteIfPresent(key))
 	if err != nil {
 		return nil, err
 	}
@@ -139,15 +139,6 @@ func (db *DB) GetDel(key []byte) ([]byte, error) {
 		return nil, ErrNotFound
 	}
 	return append([]byte{}, b.cond.got...), nil
-}
-
-// writeCond writes the one-entry conditional batch b that err reports the
-// building of, with no sync, and maps a failed condition to false.
-func (b *Batch) writeCond(err error) (bool, error) {
-	if err != nil {
-		return false, err
-	}
-	return condApplied(b.Write(nil))
 }
 
 // condApplied maps the error of a conditional batch's Write to whether it

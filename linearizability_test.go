@@ -31,9 +31,10 @@ import (
 // and leaves now alone. Each step is nondeterministic: one successor state
 // per T whose outcome matches the recorded output. Relative TTLs become
 // deadlines T+ttl, and a value is live at T while T <= deadline (RFC 0001).
-// Touch and GetEx read first and write only when the deadline changes, so
-// when they find the key absent, or its deadline already the one asked,
-// they are reads in the model too. Operations on different keys are
+// A conditional call whose condition fails writes nothing and may be
+// decided by a read before the pipeline; Touch and GetEx also write nothing
+// when the deadline is already the one asked. Such calls are reads in the
+// model too: they leave now alone. Operations on different keys are
 // independent, so the history is checked per key.
 
 type linOpKind uint8
@@ -142,7 +143,7 @@ func (s linState) step(in linInput, t int64) (linOutput, linState) {
 		}
 		if !live || !linAllows(cond, s.deadline, deadline) {
 			out.ok = false
-			return out, next
+			return out, s
 		}
 		if in.op != linExpire && s.deadline == deadline {
 			// A touch that changes nothing writes nothing: it reads,
@@ -157,7 +158,9 @@ func (s linState) step(in linInput, t int64) (linOutput, linState) {
 			return linOutput{ok: true}, next
 		}
 	}
-	return linOutput{}, next
+	// A condition that fails writes nothing: the call may have been decided
+	// by a read before the pipeline (cond_peek.go), so it is a read here.
+	return linOutput{}, s
 }
 
 // linAllows is ExpireCond.allows over deadlines where 0 is none (later

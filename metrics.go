@@ -13,7 +13,7 @@ import (
 type metricsCounters struct {
 	rowsWritten, batchesCommitted          atomic.Uint64
 	gets, rowsRead, expiredOnRead          atomic.Uint64
-	touchesCoalesced                       atomic.Uint64
+	touchesCoalesced, condReadFailures     atomic.Uint64
 	bloomNegatives, bloomFalsePositives    atomic.Uint64
 	walBytes, walSyncs                     atomic.Uint64
 	walSegmentsCreated, walRecordsReplayed atomic.Uint64
@@ -80,6 +80,11 @@ type Metrics struct {
 	// because the key's deadline was already within the touch window of
 	// the one asked (Options.TouchWindow).
 	TouchesCoalesced uint64
+	// ConditionsFailedOnRead counts single-key conditional calls (Put-
+	// IfAbsent, GetDel, Expire, ...) whose condition a read before the
+	// commit pipeline already found false: they returned without writing
+	// or waiting for the pipeline.
+	ConditionsFailedOnRead uint64
 	// BloomNegatives counts table lookups a bloom filter skipped;
 	// BloomFalsePositives those it let through that found nothing.
 	BloomNegatives, BloomFalsePositives uint64
@@ -174,8 +179,8 @@ func (db *DB) Metrics() Metrics {
 	m := Metrics{
 		RowsWritten: c.rowsWritten.Load(), BatchesCommitted: c.batchesCommitted.Load(),
 		Gets: c.gets.Load(), RowsRead: c.rowsRead.Load(), ExpiredOnRead: c.expiredOnRead.Load(),
-		TouchesCoalesced: c.touchesCoalesced.Load(),
-		BloomNegatives:   c.bloomNegatives.Load(), BloomFalsePositives: c.bloomFalsePositives.Load(),
+		TouchesCoalesced: c.touchesCoalesced.Load(), ConditionsFailedOnRead: c.condReadFailures.Load(),
+		BloomNegatives: c.bloomNegatives.Load(), BloomFalsePositives: c.bloomFalsePositives.Load(),
 		WALBytes: c.walBytes.Load(), WALSyncs: c.walSyncs.Load(),
 		WALSegmentsCreated: c.walSegmentsCreated.Load(), WALRecordsReplayed: c.walRecordsReplayed.Load(),
 		WALTornTails:      c.walTornTails.Load(),

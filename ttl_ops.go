@@ -108,7 +108,7 @@ func (b *Batch) deadlineIf(key []byte, ttl TTL, cond ExpireCond, capture bool) e
 func (db *DB) Expire(key []byte, ttl TTL, cond ExpireCond) (bool, error) {
 	b := db.pooledBatch(0)
 	defer b.Close()
-	return b.writeCond(b.Expire(key, ttl, cond))
+	return b.writeCondOn(key, b.Expire(key, ttl, cond))
 }
 
 // Persist removes the deadline of a live key and reports whether it did
@@ -117,7 +117,7 @@ func (db *DB) Expire(key []byte, ttl TTL, cond ExpireCond) (bool, error) {
 func (db *DB) Persist(key []byte) (bool, error) {
 	b := db.pooledBatch(0)
 	defer b.Close()
-	return b.writeCond(b.Persist(key))
+	return b.writeCondOn(key, b.Persist(key))
 }
 
 // Touch sets the deadline of a live key to what ttl says, counted from now
@@ -178,7 +178,7 @@ func (db *DB) touch(key []byte, ttl TTL, withValue bool) ([]byte, error) {
 	}
 	b := db.pooledBatch(0)
 	defer b.Close()
-	ok, err := b.writeCond(b.deadlineIf(key, ttl, ExpireAlways, withValue))
+	ok, err := b.writeCondOn(key, b.deadlineIf(key, ttl, ExpireAlways, withValue))
 	switch {
 	case err != nil:
 		return nil, err
