@@ -363,6 +363,59 @@ func Example_rateLimiter() {
 	// old window counter: mayfly: not found
 }
 
+// Sessions with a sliding expiry: every request reads the session with
+// GetEx, which pushes its deadline 30 minutes past the request without
+// writing the value again. Requests closer together than the touch window
+// (1 s by default) write nothing at all.
+func Example_sessionStore() {
+	dir, err := os.MkdirTemp("", "mayfly-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+
+	clk := clock.NewManual(exampleEpoch)
+	db, err := mayfly.Open(dir, &mayfly.Options{Clock: clk, DefaultTTL: 30 * time.Minute})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+
+	if err := db.Put([]byte("session:9f2c"), []byte(`{"user":"ada"}`)); err != nil {
+		log.Fatal(err)
+	}
+	request := func() {
+		v, err := db.GetEx([]byte("session:9f2c"), mayfly.ExpireAfter(30*time.Minute))
+		if err != nil {
+			fmt.Println("session:", err)
+			return
+		}
+		at, _, _ := db.ExpireTime([]byte("session:9f2c"))
+		fmt.Printf("%s %s, expires %s\n", clk.Now().UTC().Format("15:04:05.0"), v, at.UTC().Format("15:04:05.0"))
+	}
+	clk.Advance(20 * time.Minute)
+	request() // slides the deadline to 30 minutes from now
+	for range 5 {
+		clk.Advance(100 * time.Millisecond)
+		request() // within the touch window: nothing written
+	}
+	fmt.Println("touches that wrote nothing:", db.Metrics().TouchesCoalesced)
+	clk.Advance(29 * time.Minute)
+	request() // still live, though the first deadline (12:30) has passed
+	clk.Advance(31 * time.Minute)
+	request() // idle for 31 minutes: gone
+	// Output:
+	// 12:20:00.0 {"user":"ada"}, expires 12:50:00.0
+	// 12:20:00.1 {"user":"ada"}, expires 12:50:00.0
+	// 12:20:00.2 {"user":"ada"}, expires 12:50:00.0
+	// 12:20:00.3 {"user":"ada"}, expires 12:50:00.0
+	// 12:20:00.4 {"user":"ada"}, expires 12:50:00.0
+	// 12:20:00.5 {"user":"ada"}, expires 12:50:00.0
+	// touches that wrote nothing: 5
+	// 12:49:00.5 {"user":"ada"}, expires 13:19:00.5
+	// session: mayfly: not found
+}
+
 // Idempotency keys: a payment API records each request ID with PutIfAbsent
 // before charging, so of a request and its retries (even concurrent ones)
 // exactly one charges; the others find the ID taken and replay the stored

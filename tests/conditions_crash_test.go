@@ -9,8 +9,9 @@ import (
 	"github.com/mayflydb/mayfly"
 )
 
-// Crash tests of the conditional writes (RFC 0009): what a synced
-// conditional write acknowledged survives a power loss; unsynced ones are
+// Crash tests of the conditional writes (RFC 0009) and deadline changes
+// (RFC 0008): what a synced conditional write acknowledged survives a power
+// loss; unsynced ones are
 // all-or-nothing per batch; a batch refused by its condition never appears.
 
 func TestCrashConditionalWrites(t *testing.T) {
@@ -24,6 +25,13 @@ func TestCrashConditionalWrites(t *testing.T) {
 	must(t, b.CompareAndSwap([]byte("cas"), []byte("v1"), []byte("v2"), mayfly.NoExpiry()))
 	must(t, b.CompareAndDelete([]byte("cad"), []byte("x")))
 	must(t, b.PutIfPresent([]byte("taken"), []byte("t2"), mayfly.NoExpiry()))
+	must(t, b.Write(mayfly.Sync))
+	// Deadline changes (RFC 0008), synced in a batch.
+	put(t, db, "slide", "s")
+	putTTL(t, db, "keep", "k", mayfly.ExpireAfter(time.Minute))
+	b = db.NewBatch()
+	must(t, b.Expire([]byte("slide"), mayfly.ExpireAfter(2*time.Hour), mayfly.ExpireAlways))
+	must(t, b.Persist([]byte("keep")))
 	must(t, b.Write(mayfly.Sync))
 	// Refused: its first entry must not appear, before or after the crash.
 	b = db.NewBatch()
@@ -56,6 +64,11 @@ func TestCrashConditionalWrites(t *testing.T) {
 
 	wantValue(t, e.db, "idem", "r1")
 	wantTTL(t, e.db, "idem", time.Hour-5*time.Second)
+	wantTTL(t, e.db, "slide", 2*time.Hour-5*time.Second)
+	wantValue(t, e.db, "keep", "k")
+	if _, expires, err := e.db.TTL([]byte("keep")); expires || err != nil {
+		t.Fatalf("TTL of a persisted key after the crash: expires %v, %v", expires, err)
+	}
 	wantValue(t, e.db, "cas", "v2")
 	wantAbsent(t, e.db, "cad")
 	wantValue(t, e.db, "taken", "t2")
