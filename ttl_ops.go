@@ -146,7 +146,8 @@ func (db *DB) GetEx(key []byte, ttl TTL) ([]byte, error) {
 
 // touch is Touch and GetEx: a read that decides whether the deadline is
 // close enough to the one asked, else a deadline row under condDeadline
-// (capturing the value for GetEx).
+// (capturing the value for GetEx). The read is the batch's peek, so the
+// leader need not look the key up again (cond_peek.go).
 func (db *DB) touch(key []byte, ttl TTL, withValue bool) ([]byte, error) {
 	expires, relative, v, err := ttl.resolve(db.opts.DefaultTTL)
 	if err != nil {
@@ -155,15 +156,18 @@ func (db *DB) touch(key []byte, ttl TTL, withValue bool) ([]byte, error) {
 	if db.opts.ReadOnly {
 		return nil, ErrReadOnly
 	}
-	// The clock is read after the lookup, as Get judges expiry: a write the
-	// lookup saw committed no later than now, so the call may take effect
-	// at now, after it.
-	r, err := db.lookup(key, latestSeq, nowUnread, nil, withValue)
-	if err != nil {
+	b := db.pooledBatch(0)
+	defer b.Close()
+	p := &b.cond.peek
+	if err := db.peekKey(key, withValue, p); err != nil {
 		return nil, err
 	}
+	// The clock is read after the read, as Get judges expiry: a write the
+	// read saw committed no later than now, so the call may take effect at
+	// now, after it.
 	now := db.clock.NowMillis()
-	if r.ExpiredAt(now) {
+	st := p.st
+	if !st.live || st.expires && st.deadline < now {
 		return nil, ErrNotFound
 	}
 	asked := v
@@ -172,13 +176,18 @@ func (db *DB) touch(key []byte, ttl TTL, withValue bool) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if db.closeEnough(&r, expires, asked, now) {
+	if db.closeEnough(st, expires, asked, now) {
 		db.metrics.touchesCoalesced.Add(1)
-		return r.Value, nil
+		if withValue {
+			return append([]byte{}, st.value...), nil
+		}
+		return nil, nil
 	}
-	b := db.pooledBatch(0)
-	defer b.Close()
-	ok, err := b.writeCondOn(key, b.deadlineIf(key, ttl, ExpireAlways, withValue))
+	if err := b.deadlineIf(key, ttl, ExpireAlways, withValue); err != nil {
+		return nil, err
+	}
+	b.cond.quiet = true
+	ok, err := condApplied(b.Write(nil))
 	switch {
 	case err != nil:
 		return nil, err
@@ -190,14 +199,14 @@ func (db *DB) touch(key []byte, ttl TTL, withValue bool) ([]byte, error) {
 	return nil, nil
 }
 
-// closeEnough reports whether the live row r's deadline may stand for the
-// one asked (expires, asked) at now: equal, or at most the touch window
+// closeEnough reports whether the live key's deadline (st) may stand for
+// the one asked (expires, asked) at now: equal, or at most the touch window
 // earlier, the window being min(TouchWindow, a tenth of the time from now
 // to the deadline asked), in whole milliseconds.
-func (db *DB) closeEnough(r *format.Row, expires bool, asked, now int64) bool {
-	if !expires || !r.HasExpiry() {
-		return expires == r.HasExpiry()
+func (db *DB) closeEnough(st keyState, expires bool, asked, now int64) bool {
+	if !expires || !st.expires {
+		return expires == st.expires
 	}
 	window := min(db.opts.TouchWindow, time.Duration(max(asked-now, 0))*time.Millisecond/10).Milliseconds()
-	return r.ExpireTS <= asked && r.ExpireTS >= asked-window
+	return st.deadline <= asked && st.deadline >= asked-window
 }
