@@ -62,20 +62,7 @@ func (b *Batch) PutTTL(key, value []byte, ttl TTL) error {
 	if len(value) > MaxValueSize {
 		return b.fail(fmt.Errorf("%w: %d bytes (limit %d)", ErrValueTooLarge, len(value), MaxValueSize))
 	}
-	expires, relative, v, err := ttl.resolve(b.db.opts.DefaultTTL)
-	if err != nil {
-		return b.fail(err)
-	}
-	var flags uint8
-	if expires {
-		flags |= format.FlagHasExpire
-	}
-	var slot int
-	b.data, slot = format.AppendBatchEntry(b.data, flags, v, key, value)
-	if relative {
-		b.relative = append(b.relative, relativeTTL{offset: slot, millis: v})
-	}
-	return b.added()
+	return b.appendWithTTL(0, key, value, ttl)
 }
 
 // appendDeadline adds a deadline row for key: the key's deadline becomes
@@ -87,16 +74,21 @@ func (b *Batch) appendDeadline(key []byte, ttl TTL) error {
 	if err := b.check(key); err != nil {
 		return err
 	}
+	return b.appendWithTTL(format.FlagDeadline, key, nil, ttl)
+}
+
+// appendWithTTL appends an entry of kind flags (0: a value row) expiring as
+// ttl says; a relative TTL leaves its slot to be stamped at commit.
+func (b *Batch) appendWithTTL(flags uint8, key, value []byte, ttl TTL) error {
 	expires, relative, v, err := ttl.resolve(b.db.opts.DefaultTTL)
 	if err != nil {
 		return b.fail(err)
 	}
-	flags := format.FlagDeadline
 	if expires {
 		flags |= format.FlagHasExpire
 	}
 	var slot int
-	b.data, slot = format.AppendBatchEntry(b.data, flags, v, key, nil)
+	b.data, slot = format.AppendBatchEntry(b.data, flags, v, key, value)
 	if relative {
 		b.relative = append(b.relative, relativeTTL{offset: slot, millis: v})
 	}

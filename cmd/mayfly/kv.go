@@ -115,13 +115,18 @@ func getCommand() *cli.Command {
 			if err != nil {
 				return keyError(key, err)
 			}
-			if !cmd.Bool("raw") {
-				v = append(v, '\n')
-			}
-			_, err = cmd.Root().Writer.Write(v)
-			return err
+			return printValue(cmd, v)
 		},
 	})
+}
+
+// printValue writes a value to stdout, with a newline unless --raw.
+func printValue(cmd *cli.Command, v []byte) error {
+	if !cmd.Bool("raw") {
+		v = append(v, '\n')
+	}
+	_, err := cmd.Root().Writer.Write(v)
+	return err
 }
 
 func ttlCommand() *cli.Command {

@@ -42,16 +42,9 @@ func expireCommand() *cli.Command {
 		ArgsUsage: "KEY",
 		Flags:     flags,
 		Action: func(ctx context.Context, cmd *cli.Command) (err error) {
-			key, err := oneKey(cmd)
+			key, ttl, err := keyAndDeadline(cmd, " (persist removes a deadline)")
 			if err != nil {
 				return err
-			}
-			ttl, set, err := ttlFromFlags(cmd, mayfly.NoExpiry())
-			if err != nil {
-				return err
-			}
-			if !set {
-				return usagef("expire: give --ttl or --expire-at (persist removes a deadline)")
 			}
 			cond := mayfly.ExpireAlways
 			for _, f := range expireCondFlags {
@@ -93,16 +86,9 @@ func getexCommand() *cli.Command {
 			&cli.BoolFlag{Name: "raw", Usage: "print the value's bytes exactly, without a trailing newline"},
 		}, ttlFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) (err error) {
-			key, err := oneKey(cmd)
+			key, ttl, err := keyAndDeadline(cmd, "")
 			if err != nil {
 				return err
-			}
-			ttl, set, err := ttlFromFlags(cmd, mayfly.NoExpiry())
-			if err != nil {
-				return err
-			}
-			if !set {
-				return usagef("getex: give --ttl or --expire-at")
 			}
 			return readAndWrite(ctx, cmd, key, func(db *mayfly.DB) ([]byte, error) { return db.GetEx(key, ttl) })
 		},
@@ -167,6 +153,23 @@ func casCommand() *cli.Command {
 	})
 }
 
+// keyAndDeadline reads KEY and the TTL --ttl or --expire-at gives, which
+// the command needs; hint ends the usage error when neither is given.
+func keyAndDeadline(cmd *cli.Command, hint string) ([]byte, mayfly.TTL, error) {
+	key, err := oneKey(cmd)
+	if err != nil {
+		return nil, mayfly.TTL{}, err
+	}
+	ttl, set, err := ttlFromFlags(cmd, mayfly.NoExpiry())
+	if err != nil {
+		return nil, mayfly.TTL{}, err
+	}
+	if !set {
+		return nil, mayfly.TTL{}, usagef("%s: give --ttl or --expire-at%s", cmd.Name, hint)
+	}
+	return key, ttl, nil
+}
+
 // keyAndValue reads KEY [VALUE] (VALUE from stdin when omitted).
 func keyAndValue(cmd *cli.Command) (key, value []byte, err error) {
 	n := cmd.Args().Len()
@@ -216,9 +219,5 @@ func readAndWrite(ctx context.Context, cmd *cli.Command, key []byte, op func(*ma
 	if err != nil {
 		return keyError(key, err)
 	}
-	if !cmd.Bool("raw") {
-		v = append(v, '\n')
-	}
-	_, err = cmd.Root().Writer.Write(v)
-	return err
+	return printValue(cmd, v)
 }
