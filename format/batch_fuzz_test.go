@@ -64,6 +64,7 @@ func seedBatches() [][]byte {
 		encodeBatch(100, now, many),
 		encodeBatch(MaxSeq-1, now, []batchEntry{{key: []byte("last"), value: []byte("seq")}}),
 		encodeBatch(MaxSeq-2, -5, []batchEntry{{flags: FlagHasExpire, expire: 1<<63 - 1, key: []byte("x"), value: []byte("y")}, {flags: FlagTombstone, key: []byte("z")}}),
+		encodeBatch(12, now, []batchEntry{{flags: FlagDeadline | FlagHasExpire, expire: now + 1000, key: []byte("slide")}, {flags: FlagDeadline, key: []byte("persist")}}),
 	}
 }
 
@@ -114,15 +115,20 @@ func checkBatch(t *testing.T, data []byte) ([]Row, error) {
 		if r.Flags&^KnownFlags != 0 {
 			t.Fatalf("entry %d: unknown flags %#x", i, r.Flags)
 		}
-		stamped := r.Flags&(FlagTombstone|FlagHasExpire) != 0
+		if !ValidKind(r.Flags) {
+			t.Fatalf("entry %d: flags %#x name no one kind of row", i, r.Flags)
+		}
+		// Tombstones, deadline rows and rows with a deadline carry the
+		// commit time.
+		stamped := r.Flags&(FlagTombstone|FlagHasExpire|FlagDeadline) != 0
 		if stamped != (r.Flags&FlagHasTS != 0) || (stamped && r.TS != h.CommitTS) || (!stamped && r.TS != 0) {
 			t.Fatalf("entry %d: flags %#x ts %d, commit ts %d", i, r.Flags, r.TS, h.CommitTS)
 		}
 		if r.Flags&FlagHasExpire == 0 && r.ExpireTS != 0 {
 			t.Fatalf("entry %d: expire ts %d without the flag", i, r.ExpireTS)
 		}
-		if r.IsTombstone() && r.Value != nil {
-			t.Fatalf("entry %d: tombstone with a value", i)
+		if !r.HasValue() && r.Value != nil {
+			t.Fatalf("entry %d: tombstone or deadline row with a value", i)
 		}
 		// Key and value alias data and cannot be appended to in place.
 		if cap(r.Key) != len(r.Key) || cap(r.Value) != len(r.Value) {

@@ -106,6 +106,10 @@ func NewCollector(db *mayfly.DB, namespace string) prometheus.Collector {
 		u(func(m *mayfly.Metrics) uint64 { return m.RowsRead }))
 	counter("expired_on_read_total", "Rows a read found but hid because they had expired.",
 		u(func(m *mayfly.Metrics) uint64 { return m.ExpiredOnRead }))
+	counter("touches_coalesced_total", "Touch and GetEx calls that wrote nothing: the deadline was already within the touch window.",
+		u(func(m *mayfly.Metrics) uint64 { return m.TouchesCoalesced }))
+	counter("conditions_failed_on_read_total", "Single-key conditional calls a read before the commit pipeline already decided as failed.",
+		u(func(m *mayfly.Metrics) uint64 { return m.ConditionsFailedOnRead }))
 	counter("bloom_negatives_total", "SSTable lookups skipped because the bloom filter ruled the key out.",
 		u(func(m *mayfly.Metrics) uint64 { return m.BloomNegatives }))
 	counter("bloom_false_positives_total", "SSTable lookups the bloom filter let through that found nothing.",

@@ -21,7 +21,7 @@ var epoch = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 // scalarMetrics is the number of unlabelled metrics, levelMetrics the number
 // of per-level metrics, both as exported by NewCollector.
 const (
-	scalarMetrics = 41
+	scalarMetrics = 43
 	levelMetrics  = 8
 	numLevels     = 7
 	numKinds      = 5  // l0, level, expired, periodic, manual
@@ -165,6 +165,18 @@ func TestCollector(t *testing.T) {
 		"mayfly_gets_total":            5,
 		"mayfly_rows_read_total":       3,
 		"mayfly_expired_on_read_total": 1,
+	})
+
+	// A touch within the window and a condition a read decides.
+	if ok, err := db.Touch([]byte("key:050"), mayfly.NoExpiry()); !ok || err != nil {
+		t.Fatalf("Touch = %v, %v", ok, err)
+	}
+	if ok, err := db.PutIfAbsent([]byte("key:050"), []byte("x"), mayfly.NoExpiry()); ok || err != nil {
+		t.Fatalf("PutIfAbsent of a live key = %v, %v", ok, err)
+	}
+	check(t, gather(t, reg), map[string]float64{
+		"mayfly_touches_coalesced_total":         1,
+		"mayfly_conditions_failed_on_read_total": 1,
 	})
 	if got[`mayfly_level_expired_bytes{level="0"}`] <= 0 {
 		t.Errorf("level 0 expired bytes = %v after every TTL row expired; want > 0", got[`mayfly_level_expired_bytes{level="0"}`])
