@@ -63,6 +63,10 @@ type Params struct {
 	// RefNoGrowing skips the fdatasync reference's growing-file figure
 	// (the compare command measures it once per engine and repetition).
 	RefNoGrowing bool
+	// YCSBOps are the transactions of ycsb_a..f (Reads if 0); FillBytes
+	// caps the user bytes of a value-size sweep fill (workloads_ycsb.go).
+	YCSBOps   int
+	FillBytes int64
 }
 
 // Sample is one ttlchurn observation.
@@ -113,6 +117,7 @@ type Result struct {
 // RunWorker runs one workload on one engine in dir (already prepared by
 // the caller: empty, the fixture, or a copy of it) and returns its result.
 func RunWorker(engine, workload, dir string, p Params) (res Result, err error) {
+	p = optInParams(workload, p)
 	res = Result{Engine: engine, Workload: workload, Num: p.Num, CacheMiB: p.CacheBytes >> 20,
 		BloomBits: p.Bloom, ValueSize: p.ValueSize}
 	if workload == "fdatasync" {
@@ -170,7 +175,7 @@ func RunWorker(engine, workload, dir string, p Params) (res Result, err error) {
 	case "session", "idempotency", "onetime", "touchwal", "expirebytes":
 		ops, elapsed, err = r.ttlWorkload(workload, &res)
 	default:
-		err = fmt.Errorf("unknown workload %q", workload)
+		ops, elapsed, err = r.optIn(workload, &res)
 	}
 	if err != nil {
 		e.Close()
@@ -238,7 +243,10 @@ func loadAvg() float64 {
 
 func isWrite(w string) bool {
 	switch w {
-	case "fillseq", "fillrandom", "overwrite", "fillbatch", "fillsync", "ttlchurn", "load":
+	case "fillseq", "fillrandom", "overwrite", "fillbatch", "fillsync", "ttlchurn", "load", "ycsb_load":
+		return true
+	}
+	if _, ok := SweepSize(w); ok {
 		return true
 	}
 	return false
