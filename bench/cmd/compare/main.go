@@ -39,7 +39,10 @@ var (
 	sessions  = flag.Int("sessions", 100_000, "sessions preloaded by the session workload")
 	expKeys   = flag.Int("expirekeys", 50_000, "1 KiB keys of the expirebytes workload")
 	touchOps  = flag.Int("touchops", 0, "ops of touchwal (default -reads)")
-	threads   = flag.Int("threads", 4, "threads of session, idempotency, onetime and touchwal (whose ops are -reads)")
+	threads   = flag.Int("threads", 4, "threads of session, idempotency, onetime and touchwal (whose ops are -reads) and of the ycsb_* workloads")
+	ycsbOps   = flag.Int("ycsbops", 500_000, "transactions of ycsb_a..ycsb_f (their records are -num)")
+	fillBytes = flag.Int64("fillbytes", 1<<30, "user bytes at most per value-size sweep fill (its keys: min(-num, this / row size))")
+	valSizes  = flag.String("valuesizes", "", "value sizes of the fillrandom value-size sweep, e.g. 100,1024,4096,65536 (adds workloads fillrandom_v<size>)")
 	cacheMiB  = flag.Int64("cache", 64, "block cache budget for every engine, MiB")
 	bloom     = flag.Int("bloom", 10, "bloom filter bits per key for every engine")
 	engines   = flag.String("engines", strings.Join(bench.Engines, ","), "engines to run")
@@ -69,7 +72,7 @@ var (
 func params() bench.Params {
 	p := bench.Params{Num: *num, ValueSize: *valueSize, Reads: *reads, Seeks: *seeks, SyncOps: *syncOps,
 		BatchSize: *batchSize, TTL: *ttl, Churn: *churn, CacheBytes: *cacheMiB << 20, Bloom: *bloom,
-		Sessions: *sessions, ExpireKeys: *expKeys, Threads: *threads, TouchOps: *touchOps,
+		Sessions: *sessions, ExpireKeys: *expKeys, Threads: *threads, TouchOps: *touchOps, YCSBOps: *ycsbOps, FillBytes: *fillBytes,
 		CPUProfile: *cpuProf, MemProfile: *memProf, PeakHeapProfile: *peakMem, RefNoGrowing: *wNoGrow}
 	if p.Reads <= 0 {
 		p.Reads = p.Num
@@ -125,7 +128,7 @@ func runWorker(engine, workload, dir string, rep int, prof string, extra ...stri
 	flag.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "num", "value", "reads", "seeks", "syncops", "batch", "ttl", "churn", "cache", "bloom",
-			"sessions", "expirekeys", "threads", "touchops":
+			"sessions", "expirekeys", "threads", "touchops", "ycsbops", "fillbytes":
 			args = append(args, "-"+f.Name+"="+f.Value.String())
 		}
 	})
@@ -166,7 +169,10 @@ func runWorker(engine, workload, dir string, rep int, prof string, extra ...stri
 
 func orchestrate() error {
 	engs := strings.Split(*engines, ",")
-	wls := strings.Split(*workloads, ",")
+	wls, err := workloadList()
+	if err != nil {
+		return err
+	}
 	p := params()
 	if err := os.RemoveAll(*workdir); err != nil {
 		return err
@@ -298,7 +304,7 @@ func orchestrate() error {
 				if w == "ttlchurn" {
 					extra = fmt.Sprintf(" space amp %.2f", r.SpaceAmp)
 				}
-				extra += ttlLogExtra(r)
+				extra += ttlLogExtra(r) + bench.YCSBLogExtra(r)
 				logf("rep %d %-16s %-9s %12.0f ops/s p50 %7.1fµs p99 %8.1fµs disk %7.1f MB rss %6.1f MB%s",
 					rep, w, e, r.OpsPerSec, r.P50us, r.P99us, float64(r.DiskBytes)/1e6, float64(r.PeakRSS)/1e6, extra)
 			}
@@ -321,7 +327,11 @@ func rebuild() error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", *from, err)
 	}
-	return publish(all, strings.Split(*engines, ","), strings.Split(*workloads, ","), params(), *totalFlag, *from)
+	wls, err := workloadList()
+	if err != nil {
+		return err
+	}
+	return publish(all, strings.Split(*engines, ","), wls, params(), *totalFlag, *from)
 }
 
 // parseResults reads a results file: one bench.Result per non-blank line.
