@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -34,8 +33,13 @@ func TestYCSBOpMix(t *testing.T) {
 		"ycsb_e": {"scan": 0.95, "insert": 0.05},
 		"ycsb_f": {"read": 1, "update": 0.5, "rmw": 0.5},
 	}
+	// Every workload on Mayfly; the inserts, latest reads, scans and
+	// read-modify-writes on the other engines' adapters too.
 	for _, engine := range []string{"mayfly", "pebble", "badger"} {
 		for _, w := range YCSBWorkloads[1:] {
+			if engine != "mayfly" && w < "ycsb_d" {
+				continue
+			}
 			t.Run(engine+"/"+w, func(t *testing.T) {
 				res := runYCSB(t, engine, w, p)
 				if res.Ops != int64(p.YCSBOps) || res.P99us == 0 {
@@ -171,64 +175,5 @@ func TestYCSBLatestReadsNewKeys(t *testing.T) {
 	// Uniform reads would put a tenth among the newest tenth.
 	if reads == 0 || float64(recent) < 0.5*float64(reads) || ofRun == 0 {
 		t.Errorf("%d reads: %d of the newest tenth of keys, %d of keys inserted by the run", reads, recent, ofRun)
-	}
-}
-
-func TestYCSBRecordRoundTrip(t *testing.T) {
-	row := map[string][]byte{"field1": []byte("b"), "field0": []byte("a"), "field2": nil}
-	got, err := ycsbDecode(ycsbEncode(nil, row))
-	if err != nil || len(got) != len(row) {
-		t.Fatalf("decoded %v, %v", got, err)
-	}
-	for k, v := range row {
-		if string(got[k]) != string(v) {
-			t.Errorf("%s: %q, want %q", k, got[k], v)
-		}
-	}
-	if _, err := ycsbDecode([]byte{5, 'a'}); err == nil {
-		t.Error("truncated record decoded")
-	}
-}
-
-func TestYCSBScanStopsAtCount(t *testing.T) {
-	e, err := NewEngine("mayfly")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.Open(t.TempDir(), 1<<20, 10); err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	db := ycsbDB{e}
-	ctx := db.InitThread(context.Background(), 0, 1)
-	for _, k := range []string{"user1", "user2", "user3", "user4"} {
-		if err := db.Insert(ctx, "", k, map[string][]byte{"field0": []byte(k)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for count, want := range map[int]int{1: 1, 3: 3, 10: 3} {
-		rows, err := db.Scan(ctx, "", "user2", count, nil)
-		if err != nil || len(rows) != want || string(rows[0]["field0"]) != "user2" {
-			t.Errorf("scan of %d from user2: %d rows %v, %v; want %d", count, len(rows), rows, err, want)
-		}
-	}
-	if _, err := db.Read(ctx, "", "user9", nil); err == nil {
-		t.Error("read of a missing key succeeded")
-	}
-}
-
-func TestValueSweepFill(t *testing.T) {
-	if got := SweepWorkloads([]int{100, 65536}); got[0] != "fillrandom_v100" || got[1] != "fillrandom_v65536" {
-		t.Fatalf("SweepWorkloads: %v", got)
-	}
-	for _, w := range []string{"fillrandom", "fillrandom_v", "fillrandom_v0", "fillrandom_vx"} {
-		if _, ok := SweepSize(w); ok {
-			t.Errorf("%s parsed as a sweep fill", w)
-		}
-	}
-	p := Params{Num: 1000, ValueSize: 100, FillBytes: 50 * (KeySize + 4096), CacheBytes: 1 << 20, Bloom: 10}
-	res := runYCSB(t, "mayfly", "fillrandom_v4096", p)
-	if res.ValueSize != 4096 || res.Num != 50 || res.Ops != 50 || res.MBPerSec <= 0 {
-		t.Errorf("value size %d, num %d, ops %d, %.1f MB/s; want 4096, 50, 50", res.ValueSize, res.Num, res.Ops, res.MBPerSec)
 	}
 }
