@@ -33,7 +33,9 @@ func NeedsFixture(w string) bool {
 	return false
 }
 
-func NeedsCopy(w string) bool { return w == "overwrite" || w == "readwhilewriting" }
+func NeedsCopy(w string) bool {
+	return w == "overwrite" || w == "readwhilewriting" || IsRateWorkload(w)
+}
 
 // Params are the workload sizes and the shared engine configuration.
 type Params struct {
@@ -63,6 +65,10 @@ type Params struct {
 	// RefNoGrowing skips the fdatasync reference's growing-file figure
 	// (the compare command measures it once per engine and repetition).
 	RefNoGrowing bool
+
+	// RateDuration is the reader's run time in the rate-limited
+	// readwhilewriting workloads (workloads_rwrate.go); 10 s if 0.
+	RateDuration time.Duration
 }
 
 // Sample is one ttlchurn observation.
@@ -170,7 +176,11 @@ func RunWorker(engine, workload, dir string, p Params) (res Result, err error) {
 	case "session", "idempotency", "onetime", "touchwal", "expirebytes":
 		ops, elapsed, err = r.ttlWorkload(workload, &res)
 	default:
-		err = fmt.Errorf("unknown workload %q", workload)
+		if rate, ok := WriteRateOf(workload); ok {
+			ops, elapsed, err = r.readWhileWritingAt(rate, &res)
+		} else {
+			err = fmt.Errorf("unknown workload %q", workload)
+		}
 	}
 	if err != nil {
 		e.Close()
