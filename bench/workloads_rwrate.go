@@ -22,7 +22,9 @@ import (
 // writer's figures: write_rate_asked, writer_ops_per_sec (achieved),
 // max_write_us (the longest single Put: a stall), write_p99_us, and
 // writer_rows_forgiven (rows the pacer dropped from its schedule because
-// the writer fell more than a burst behind).
+// the writer fell more than a burst behind). sched_delay_max_us is the
+// machine's share of a stall: the longest a goroutine that only sleeps
+// (schedProbeTick at a time) woke late, which no engine lock can cause.
 
 // RateWorkloadPrefix begins the name of every rate-limited readwhilewriting.
 const RateWorkloadPrefix = "readwhilewriting_"
@@ -34,6 +36,9 @@ const RateWorkloadPrefix = "readwhilewriting_"
 // 2-core machine may wait a slice for one, and that wait is the
 // machine's, not the engine's, so it is caught up rather than forgiven.
 const paceBurst = 20 * time.Millisecond
+
+// schedProbeTick is the sleep of the scheduling-delay probe.
+const schedProbeTick = time.Millisecond
 
 // defaultRateDuration is the reader's run time when Params.RateDuration is 0.
 const defaultRateDuration = 10 * time.Second
@@ -144,6 +149,12 @@ func (r *runner) readWhileWritingAt(rate int, res *Result) (int64, time.Duration
 			return r.e.Put(PutKey(kb, rng.Uint64N(uint64(r.p.Num))), vals.Next())
 		})
 	}()
+	var schedDelay time.Duration
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		schedDelay = maxOversleep(time.Now, time.Sleep, &stop, schedProbeTick)
+	}()
 	ops, d, err := r.readFor(dur)
 	stop.Store(true)
 	wg.Wait()
@@ -156,6 +167,7 @@ func (r *runner) readWhileWritingAt(rate int, res *Result) (int64, time.Duration
 		"max_write_us":         float64(ws.maxWrite) / 1e3,
 		"write_p99_us":         float64(ws.hist.Quantile(0.99)) / 1e3,
 		"writer_rows_forgiven": float64(pc.forgiven),
+		"sched_delay_max_us":   float64(schedDelay) / 1e3,
 	}
 	return ops, d, err
 }
@@ -190,6 +202,18 @@ func pacedWrites(pc *pacer, now func() time.Time, sleep func(time.Duration), sto
 		}
 	}
 	return ws, nil
+}
+
+// maxOversleep sleeps tick at a time until stop is set and returns the
+// longest a sleep overran its tick.
+func maxOversleep(now func() time.Time, sleep func(time.Duration), stop *atomic.Bool, tick time.Duration) time.Duration {
+	var worst time.Duration
+	for !stop.Load() {
+		t0 := now()
+		sleep(tick)
+		worst = max(worst, now().Sub(t0)-tick)
+	}
+	return worst
 }
 
 // readFor does random Gets of present keys for d, timing each, and fails

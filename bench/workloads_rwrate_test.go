@@ -162,14 +162,34 @@ func TestReadWhileWritingAtTiny(t *testing.T) {
 			if res.Ops == 0 || res.Found != res.Ops || res.P99us <= 0 || res.Seconds < p.RateDuration.Seconds() {
 				t.Errorf("reader: %d ops, %d found, p99 %vµs in %.3fs", res.Ops, res.Found, res.P99us, res.Seconds)
 			}
-			// Real time on a shared machine: the pacer's precision is
-			// TestPacerHoldsRate's; here the writer must have run paced.
-			if x["write_rate_asked"] != 10_000 || x["writer_ops_per_sec"] < 3_000 || x["writer_ops_per_sec"] > 10_500 {
+			// Real time on a shared machine: how close the writer comes to
+			// the rate depends on the load (the pacer's precision is
+			// TestPacerHoldsRate's), but it never writes ahead of it.
+			if x["write_rate_asked"] != 10_000 || x["writer_ops_per_sec"] <= 0 || x["writer_ops_per_sec"] > 10_500 {
 				t.Errorf("writer: asked %v, achieved %v rows/s", x["write_rate_asked"], x["writer_ops_per_sec"])
+			}
+			if x["sched_delay_max_us"] <= 0 {
+				t.Errorf("scheduling probe: longest oversleep %vµs", x["sched_delay_max_us"])
 			}
 			if x["max_write_us"] <= 0 || x["max_write_us"] < x["write_p99_us"] {
 				t.Errorf("writer: longest write %vµs, p99 %vµs", x["max_write_us"], x["write_p99_us"])
 			}
 		})
+	}
+}
+
+// The probe reports the longest oversleep, not the sum or the last.
+func TestMaxOversleep(t *testing.T) {
+	var stop atomic.Bool
+	late := []time.Duration{3 * time.Microsecond, 40 * time.Millisecond, 0, 7 * time.Millisecond}
+	now, i := time.Unix(5, 0), 0
+	got := maxOversleep(func() time.Time { return now }, func(d time.Duration) {
+		now = now.Add(d + late[i])
+		if i++; i == len(late) {
+			stop.Store(true)
+		}
+	}, &stop, time.Millisecond)
+	if got != 40*time.Millisecond || i != len(late) {
+		t.Fatalf("maxOversleep = %v after %d sleeps, want 40ms after %d", got, i, len(late))
 	}
 }

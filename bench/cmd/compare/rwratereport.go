@@ -62,8 +62,8 @@ func rateLogExtra(r bench.Result) string {
 		return ""
 	}
 	x := r.Extra
-	return fmt.Sprintf(" writer %.0f of %.0f rows/s, longest write %.1f ms, forgiven %.0f",
-		x["writer_ops_per_sec"], x["write_rate_asked"], x["max_write_us"]/1e3, x["writer_rows_forgiven"])
+	return fmt.Sprintf(" writer %.0f of %.0f rows/s, longest write %.1f ms, forgiven %.0f, longest scheduling delay %.1f ms",
+		x["writer_ops_per_sec"], x["write_rate_asked"], x["max_write_us"]/1e3, x["writer_rows_forgiven"], x["sched_delay_max_us"]/1e3)
 }
 
 // rateTable reports the rate-limited readwhilewriting runs: per rate and
