@@ -33,7 +33,9 @@ func NeedsFixture(w string) bool {
 	return false
 }
 
-func NeedsCopy(w string) bool { return w == "overwrite" || w == "readwhilewriting" }
+func NeedsCopy(w string) bool {
+	return w == "overwrite" || w == "readwhilewriting" || IsRateWorkload(w)
+}
 
 // Params are the workload sizes and the shared engine configuration.
 type Params struct {
@@ -67,6 +69,10 @@ type Params struct {
 	// caps the user bytes of a value-size sweep fill (workloads_ycsb.go).
 	YCSBOps   int
 	FillBytes int64
+
+	// RateDuration is the reader's run time in the rate-limited
+	// readwhilewriting workloads (workloads_rwrate.go); 10 s if 0.
+	RateDuration time.Duration
 }
 
 // Sample is one ttlchurn observation.
@@ -175,7 +181,11 @@ func RunWorker(engine, workload, dir string, p Params) (res Result, err error) {
 	case "session", "idempotency", "onetime", "touchwal", "expirebytes":
 		ops, elapsed, err = r.ttlWorkload(workload, &res)
 	default:
-		ops, elapsed, err = r.optIn(workload, &res)
+		if rate, ok := WriteRateOf(workload); ok {
+			ops, elapsed, err = r.readWhileWritingAt(rate, &res)
+		} else {
+			ops, elapsed, err = r.optIn(workload, &res)
+		}
 	}
 	if err != nil {
 		e.Close()

@@ -73,7 +73,8 @@ func params() bench.Params {
 	p := bench.Params{Num: *num, ValueSize: *valueSize, Reads: *reads, Seeks: *seeks, SyncOps: *syncOps,
 		BatchSize: *batchSize, TTL: *ttl, Churn: *churn, CacheBytes: *cacheMiB << 20, Bloom: *bloom,
 		Sessions: *sessions, ExpireKeys: *expKeys, Threads: *threads, TouchOps: *touchOps, YCSBOps: *ycsbOps, FillBytes: *fillBytes,
-		CPUProfile: *cpuProf, MemProfile: *memProf, PeakHeapProfile: *peakMem, RefNoGrowing: *wNoGrow}
+		CPUProfile: *cpuProf, MemProfile: *memProf, PeakHeapProfile: *peakMem, RefNoGrowing: *wNoGrow,
+		RateDuration: *rwTime}
 	if p.Reads <= 0 {
 		p.Reads = p.Num
 	}
@@ -104,6 +105,10 @@ func main() {
 		}
 		return
 	}
+	if err := applyWriteRates(); err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(2)
+	}
 	if *from != "" {
 		if err := rebuild(); err != nil {
 			fmt.Fprintln(os.Stderr, "compare:", err)
@@ -128,7 +133,7 @@ func runWorker(engine, workload, dir string, rep int, prof string, extra ...stri
 	flag.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "num", "value", "reads", "seeks", "syncops", "batch", "ttl", "churn", "cache", "bloom",
-			"sessions", "expirekeys", "threads", "touchops", "ycsbops", "fillbytes":
+			"sessions", "expirekeys", "threads", "touchops", "ycsbops", "fillbytes", "rwtime":
 			args = append(args, "-"+f.Name+"="+f.Value.String())
 		}
 	})
@@ -304,7 +309,7 @@ func orchestrate() error {
 				if w == "ttlchurn" {
 					extra = fmt.Sprintf(" space amp %.2f", r.SpaceAmp)
 				}
-				extra += ttlLogExtra(r) + bench.YCSBLogExtra(r)
+				extra += ttlLogExtra(r) + bench.YCSBLogExtra(r) + rateLogExtra(r)
 				logf("rep %d %-16s %-9s %12.0f ops/s p50 %7.1fµs p99 %8.1fµs disk %7.1f MB rss %6.1f MB%s",
 					rep, w, e, r.OpsPerSec, r.P50us, r.P99us, float64(r.DiskBytes)/1e6, float64(r.PeakRSS)/1e6, extra)
 			}

@@ -100,7 +100,7 @@ func buildReport(all []bench.Result, engs, wls []string, p bench.Params, total t
 			r.fsync = append(r.fsync, x)
 		}
 	}
-	r.table = r.mainTable() + r.ttlTables() + r.ycsbTables()
+	r.table = r.mainTable() + r.ttlTables() + r.ycsbTables() + r.rateTable()
 	return r
 }
 
@@ -126,8 +126,8 @@ func (r *report) ratio(w, e, base string) (float64, bool) {
 // mainTable: ops/s median (min..max) per workload and engine, Mayfly's
 // ratio to Pebble and the target.
 func (r *report) mainTable() string {
-	if !slices.ContainsFunc(r.wls, func(w string) bool { return r.agg[w] != nil && !bench.IsTTLWorkload(w) }) {
-		return "" // the TTL workloads have their own tables
+	if !slices.ContainsFunc(r.wls, func(w string) bool { return r.agg[w] != nil && !ownTable(w) }) {
+		return "" // the TTL and rate-limited workloads have their own tables
 	}
 	var b strings.Builder
 	b.WriteString("| workload |")
@@ -145,7 +145,7 @@ func (r *report) mainTable() string {
 	}
 	shares := r.syncShares()
 	for _, w := range r.wls {
-		if r.agg[w] == nil || bench.IsTTLWorkload(w) {
+		if r.agg[w] == nil || ownTable(w) {
 			continue
 		}
 		b.WriteString("| " + w + " |")
