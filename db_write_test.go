@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -441,4 +442,49 @@ func BenchmarkFillSmallMemtable(b *testing.B) {
 			reportWriteMetrics(b, db, 0)
 		})
 	}
+}
+
+// BenchmarkPutUnderReads measures the latency of sparse writes (one Put
+// every 200 µs) while three goroutines read memtable-resident keys without
+// pause, the shape of YCSB's read-mostly workloads. It reports the writes'
+// p99 and max: a write that parks anywhere (a lock, the memtable's
+// RWMutex) waits for a P that the readers do not give up until the
+// scheduler preempts them (bench/HISTORY.md, "Sparse writes under busy
+// readers").
+func BenchmarkPutUnderReads(b *testing.B) {
+	db := openBenchDB(b, nil)
+	val := make([]byte, 1000)
+	const keys = 20000
+	key := func(i int) []byte { return fmt.Appendf(nil, "k%06d", i%keys) }
+	for i := range keys {
+		must(b, db.Put(key(i), val))
+	}
+	var stop sync.WaitGroup
+	done := make(chan struct{})
+	for r := range 3 {
+		stop.Go(func() {
+			for i := r; ; i += 7919 {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				db.Get(key(i))
+			}
+		})
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		t0 := time.Now()
+		must(b, db.Put(key(i*13), val))
+		lat = append(lat, time.Since(t0))
+		time.Sleep(200 * time.Microsecond)
+	}
+	b.StopTimer()
+	close(done)
+	stop.Wait()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
 }
