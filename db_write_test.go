@@ -276,16 +276,18 @@ func reportWriteMetrics(b *testing.B, db *DB, ops int) {
 // cost within a few percent of the plain case.
 func BenchmarkPut(b *testing.B) {
 	b.Run("noTTL", func(b *testing.B) {
-		benchPut(b, func(db *DB, k, v []byte) error { return db.Put(k, v) })
+		benchPut(b, false, func(db *DB, k, v []byte) error { return db.Put(k, v) })
 	})
 	b.Run("TTL", func(b *testing.B) {
-		benchPut(b, func(db *DB, k, v []byte) error {
+		benchPut(b, false, func(db *DB, k, v []byte) error {
 			return db.PutTTL(k, v, ExpireAfter(time.Hour))
 		})
 	})
 }
 
-func benchPut(b *testing.B, put func(db *DB, k, v []byte) error) {
+// benchPut measures put, one writer, on random keys; synced reports the
+// WAL syncs per put.
+func benchPut(b *testing.B, synced bool, put func(db *DB, k, v []byte) error) {
 	db := openBenchDB(b, nil)
 	vals := benchValuePool()
 	r := rand.New(rand.NewPCG(3, 4))
@@ -303,7 +305,10 @@ func benchPut(b *testing.B, put func(db *DB, k, v []byte) error) {
 	}
 	b.StopTimer()
 	cpu.report(b)
-	reportWriteMetrics(b, db, 0)
+	if !synced {
+		i = 0
+	}
+	reportWriteMetrics(b, db, i)
 }
 
 // BenchmarkPutBatch measures atomic batches of 100 rows; one op is one
@@ -339,24 +344,7 @@ func BenchmarkPutBatch(b *testing.B) {
 
 // BenchmarkPutSync measures puts that wait for a WAL fsync, one writer.
 func BenchmarkPutSync(b *testing.B) {
-	db := openBenchDB(b, nil)
-	vals := benchValuePool()
-	r := rand.New(rand.NewPCG(7, 8))
-	k := make([]byte, benchKeySize)
-	b.SetBytes(benchRowBytes)
-	b.ReportAllocs()
-	i := 0
-	cpu := startCPU()
-	for b.Loop() {
-		randomKey(r, k)
-		if err := db.PutWith(k, vals[i%benchValues], DefaultTTL(), Sync); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
-	b.StopTimer()
-	cpu.report(b)
-	reportWriteMetrics(b, db, i)
+	benchPut(b, true, func(db *DB, k, v []byte) error { return db.PutWith(k, v, DefaultTTL(), Sync) })
 }
 
 // BenchmarkPutSyncParallel measures synced puts from 16 writers per CPU.
@@ -445,13 +433,19 @@ func BenchmarkFillSmallMemtable(b *testing.B) {
 }
 
 // BenchmarkPutUnderReads measures the latency of sparse writes (one Put
-// every 200 µs) while three goroutines read memtable-resident keys without
-// pause, the shape of YCSB's read-mostly workloads. It reports the writes'
-// p99 and max: a write that parks anywhere (a lock, the memtable's
-// RWMutex) waits for a P that the readers do not give up until the
-// scheduler preempts them (bench/HISTORY.md, "Sparse writes under busy
-// readers").
+// every 200 µs) with no reader and with three goroutines reading
+// memtable-resident keys without pause, the shape of YCSB's read-mostly
+// workloads. It reports the writes' p99 and max: a write that parks
+// anywhere (a lock, the memtable's RWMutex) waits for a P that busy readers
+// do not give up until the scheduler preempts them (bench/HISTORY.md,
+// "Sparse writes under busy readers").
 func BenchmarkPutUnderReads(b *testing.B) {
+	for _, readers := range []int{0, 3} {
+		b.Run(fmt.Sprintf("readers=%d", readers), func(b *testing.B) { benchPutUnderReads(b, readers) })
+	}
+}
+
+func benchPutUnderReads(b *testing.B, readers int) {
 	db := openBenchDB(b, nil)
 	val := make([]byte, 1000)
 	const keys = 20000
@@ -461,7 +455,7 @@ func BenchmarkPutUnderReads(b *testing.B) {
 	}
 	var stop sync.WaitGroup
 	done := make(chan struct{})
-	for r := range 3 {
+	for r := range readers {
 		stop.Go(func() {
 			for i := r; ; i += 7919 {
 				select {

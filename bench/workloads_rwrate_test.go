@@ -95,9 +95,10 @@ func runPaced(rate float64, run time.Duration, f *fakeTime) (writerStats, *pacer
 	return ws, pc
 }
 
-// The pacer holds each asked rate within 0.1% over 10 s although every
-// sleep overshoots by 80 µs and writes cost 2–9 µs, writes no batch beyond
-// more than its burst beyond the rate in any interval, and forgives nothing when the writer keeps up.
+// On a fake clock whose every sleep overshoots and whose writes cost a few
+// microseconds, the pacer holds each asked rate within 0.1% over 10 s,
+// never writes more than its burst beyond the rate in any interval, and
+// forgives nothing while the writer keeps up.
 func TestPacerHoldsRate(t *testing.T) {
 	for _, rate := range []float64{10_000, 50_000, 200_000} {
 		f := &fakeTime{oversleep: 80 * time.Microsecond,
