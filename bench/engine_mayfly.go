@@ -28,7 +28,8 @@ type mayflyEngine struct {
 func (e *mayflyEngine) Name() string { return "mayfly" }
 
 func (e *mayflyEngine) Open(dir string, cacheBytes int64, bloom int) error {
-	o := &mayfly.Options{BlockCacheSize: max(cacheBytes, 0), BloomBitsPerKey: max(bloom, 0)}
+	o := &mayfly.Options{BlockCacheSize: max(cacheBytes, 0), BloomBitsPerKey: max(bloom, 0),
+		MergeOperator: mayfly.Int64Add}
 	o.DisableBloomFilters = bloom <= 0
 	o.DisableBlockCache = cacheBytes <= 0
 	if v := os.Getenv(memtableEnv); v != "" {
@@ -126,6 +127,12 @@ func (e *mayflyEngine) Close() error {
 }
 
 func (e *mayflyEngine) DiskBytes() int64 { return DirBytes(e.dir) }
+
+// TableBytes is the bytes of the live version's SSTables.
+func (e *mayflyEngine) TableBytes() int64 {
+	m := e.db.Metrics()
+	return int64(m.DiskBytes())
+}
 
 // TTLOps: Mayfly's native single-key operations.
 

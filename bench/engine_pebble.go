@@ -30,7 +30,7 @@ func (e *pebbleEngine) Name() string {
 }
 
 func (e *pebbleEngine) Open(dir string, cacheBytes int64, bloomBits int) error {
-	o := &pebble.Options{Logger: quietLogger{}}
+	o := &pebble.Options{Logger: quietLogger{}, Merger: pebbleCounterMerger}
 	if cacheBytes > 0 {
 		e.cache = pebble.NewCache(cacheBytes)
 		o.Cache = e.cache

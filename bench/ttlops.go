@@ -60,8 +60,12 @@ func Supports(engine, workload string) bool {
 		return engine == "mayfly" || engine == "badger" || engine == "pebble"
 	case "touchwal":
 		return engine == "mayfly" || engine == "pebble"
-	case "expirebytes":
+	case "expirebytes", "windowchurn":
 		return engine == "mayfly"
+	case "counter", "counteradd":
+		return engine == "mayfly" || engine == "badger" || engine == "pebble"
+	case "counterread":
+		return engine == "mayfly" || engine == "pebble"
 	}
 	return true
 }

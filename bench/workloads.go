@@ -56,7 +56,10 @@ type Params struct {
 	Sessions   int
 	ExpireKeys int
 	Threads    int
-	TouchOps   int    // ops of touchwal; Reads if 0
+	TouchOps   int // ops of touchwal; Reads if 0
+	// Counters is the number of counters of the counter workloads
+	// (workloads_counter.go); 10,000 if 0.
+	Counters   int
 	CPUProfile string // path; profiles the timed phase only
 	MemProfile string // path; heap profile taken at the end of the timed phase
 	// PeakHeapProfile is a path; the heap profile of the collection with
@@ -80,7 +83,9 @@ type Sample struct {
 	T         float64 `json:"t"`          // seconds since start
 	DiskBytes int64   `json:"disk_bytes"` // bytes allocated by the DB directory
 	LiveBytes int64   `json:"live_bytes"` // logical bytes of rows not yet expired
-	Puts      int64   `json:"puts"`       // puts so far
+	// TableBytes is the engine's table bytes alone (windowchurn).
+	TableBytes int64 `json:"table_bytes,omitempty"`
+	Puts       int64 `json:"puts"` // puts so far
 }
 
 // Result is one run of one workload on one engine.
@@ -180,6 +185,8 @@ func RunWorker(engine, workload, dir string, p Params) (res Result, err error) {
 		ops, elapsed, err = r.ttlChurn(&res)
 	case "session", "idempotency", "onetime", "touchwal", "expirebytes":
 		ops, elapsed, err = r.ttlWorkload(workload, &res)
+	case "counter", "counteradd", "counterread", "windowchurn":
+		ops, elapsed, err = r.counterWorkload(workload, &res)
 	default:
 		if rate, ok := WriteRateOf(workload); ok {
 			ops, elapsed, err = r.readWhileWritingAt(rate, &res)

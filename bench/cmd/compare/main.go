@@ -35,8 +35,9 @@ var (
 	syncOps   = flag.Int("syncops", 20_000, "ops of fillsync and of the fdatasync reference")
 	batchSize = flag.Int("batch", 100, "rows per batch in fillbatch")
 	ttl       = flag.Duration("ttl", 5*time.Second, "row TTL in ttlchurn")
-	churn     = flag.Duration("churn", 60*time.Second, "real-time duration of ttlchurn")
+	churn     = flag.Duration("churn", 60*time.Second, "real-time duration of ttlchurn and windowchurn")
 	sessions  = flag.Int("sessions", 100_000, "sessions preloaded by the session workload")
+	counters  = flag.Int("counters", 10_000, "counters of the counter, counteradd, counterread and windowchurn workloads")
 	expKeys   = flag.Int("expirekeys", 50_000, "1 KiB keys of the expirebytes workload")
 	touchOps  = flag.Int("touchops", 0, "ops of touchwal (default -reads)")
 	threads   = flag.Int("threads", 4, "threads of session, idempotency, onetime and touchwal (whose ops are -reads) and of the ycsb_* workloads")
@@ -72,7 +73,7 @@ var (
 func params() bench.Params {
 	p := bench.Params{Num: *num, ValueSize: *valueSize, Reads: *reads, Seeks: *seeks, SyncOps: *syncOps,
 		BatchSize: *batchSize, TTL: *ttl, Churn: *churn, CacheBytes: *cacheMiB << 20, Bloom: *bloom,
-		Sessions: *sessions, ExpireKeys: *expKeys, Threads: *threads, TouchOps: *touchOps, YCSBOps: *ycsbOps, FillBytes: *fillBytes,
+		Sessions: *sessions, ExpireKeys: *expKeys, Threads: *threads, TouchOps: *touchOps, Counters: *counters, YCSBOps: *ycsbOps, FillBytes: *fillBytes,
 		CPUProfile: *cpuProf, MemProfile: *memProf, PeakHeapProfile: *peakMem, RefNoGrowing: *wNoGrow,
 		RateDuration: *rwTime}
 	if p.Reads <= 0 {
@@ -133,7 +134,7 @@ func runWorker(engine, workload, dir string, rep int, prof string, extra ...stri
 	flag.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "num", "value", "reads", "seeks", "syncops", "batch", "ttl", "churn", "cache", "bloom",
-			"sessions", "expirekeys", "threads", "touchops", "ycsbops", "fillbytes", "rwtime":
+			"sessions", "expirekeys", "threads", "touchops", "ycsbops", "fillbytes", "rwtime", "counters":
 			args = append(args, "-"+f.Name+"="+f.Value.String())
 		}
 	})
