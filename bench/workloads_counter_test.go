@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -77,18 +78,18 @@ func TestCounterWorkloadsCatchWrongCounts(t *testing.T) {
 // value before.
 type lossyCounters struct {
 	CounterOps
-	n int
+	n atomic.Int64
 }
 
 func (l *lossyCounters) Incr(k []byte, d int64, w time.Duration) error {
-	if l.n++; l.n%100 == 0 {
+	if l.n.Add(1)%100 == 0 {
 		return nil
 	}
 	return l.CounterOps.Incr(k, d, w)
 }
 
 func (l *lossyCounters) Add(k []byte, d int64, w time.Duration) (int64, error) {
-	if l.n++; l.n%100 == 0 {
+	if l.n.Add(1)%100 == 0 {
 		v, _, err := l.Counter(k)
 		return v, err
 	}
