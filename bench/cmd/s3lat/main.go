@@ -42,6 +42,8 @@ var (
 	warmReads = flag.Int("warmreads", 200_000, "reads timed once the disk cache holds every table")
 	readers   = flag.Int("readers", 4, "goroutines of the read throughput phase")
 	readDur   = flag.Duration("readtime", 5*time.Second, "length of the read throughput phase")
+	blockMiB  = flag.Int64("blockcache", 4, "block cache of the read phases, MiB (smaller than the fixture, so that warm reads reach the disk cache)")
+	traceDir  = flag.String("trace", "", "directory for runtime traces of the synced and unsynced write phases (go tool trace -pprof=sync ...)")
 	results   = flag.String("results", "results", "directory for the report file ('' for none)")
 )
 
@@ -66,8 +68,8 @@ func run() error {
 		}
 		list = append(list, d)
 	}
-	if *writers < 1 || *readers < 1 || *rate < 1 || *keys < 1 || *valueSize < 1 || *coldReads < 0 || *warmReads < 1 {
-		return fmt.Errorf("-writers, -readers, -rate, -keys, -value and -warmreads must be positive, -coldreads not negative")
+	if *writers < 1 || *readers < 1 || *rate < 1 || *keys < 1 || *valueSize < 1 || *coldReads < 0 || *warmReads < 1 || *blockMiB < 0 {
+		return fmt.Errorf("-writers, -readers, -rate, -keys, -value and -warmreads must be positive, -coldreads and -blockcache not negative")
 	}
 	tmp, err := os.MkdirTemp("", "s3lat-")
 	if err != nil {
@@ -79,6 +81,7 @@ func run() error {
 		base: base, prefix: "s3lat-" + stamp, bandwidth: int64(*bandwidth * 1e6), valueSize: *valueSize,
 		writers: *writers, writeDur: *writeDur, rate: *rate, steadyDur: *steadyDur, idleDur: *idleDur,
 		keys: *keys, coldReads: *coldReads, warmReads: *warmReads, readers: *readers, readDur: *readDur, tmp: tmp,
+		blockMiB: *blockMiB, traceDir: *traceDir,
 	}
 	began := time.Now()
 	logf := func(format string, a ...any) {

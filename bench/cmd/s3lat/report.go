@@ -72,8 +72,8 @@ func report(w io.Writer, p params, r *result) {
 	fmt.Fprintf(w, "idle %v after FlushWAL and compactions: %d requests (%s), $%.2f per month; target zero: %s\n",
 		r.idle.Round(time.Millisecond), requests(r.idleReqs), byKind(r.idleReqs, 0), monthlyCost(r.idleReqs, r.idle),
 		map[bool]string{true: "met", false: "MISSED"}[requests(r.idleReqs) == 0])
-	fmt.Fprintf(w, "read fixture: %d keys, %d tables, %.1f MB, loaded in %v\n",
-		p.keys, r.fixtureTables, float64(r.fixtureBytes)/1e6, r.fixtureLoad.Round(time.Millisecond))
+	fmt.Fprintf(w, "read fixture: %d keys, %d tables, %.1f MB, loaded in %v; block cache %d MiB\n",
+		p.keys, r.fixtureTables, float64(r.fixtureBytes)/1e6, r.fixtureLoad.Round(time.Millisecond), p.blockMiB)
 	for _, f := range []struct {
 		how string
 		f   fetch

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"time"
 
 	"github.com/mayflydb/mayfly"
@@ -32,6 +33,8 @@ type params struct {
 	readers   int           // goroutines of the read throughput phase
 	readDur   time.Duration // length of the read throughput phase
 	tmp       string        // local directory for the disk caches
+	blockMiB  int64         // block cache of the read phases, MiB
+	traceDir  string        // if set: runtime traces of the write phases go here
 }
 
 // result is what one added round trip measured.
@@ -111,13 +114,17 @@ func writes(p params, r *result, loc func(string) (string, error), logf func(str
 		return err
 	}
 	before := db.Metrics().Storage
-	if r.sync, err = driveFor(p.writers, p.writeDur, put(db, mayfly.Sync)); err != nil {
+	if r.sync, err = traced(p, "sync-"+r.rtt.String(), func() (*load, error) {
+		return driveFor(p.writers, p.writeDur, put(db, mayfly.Sync))
+	}); err != nil {
 		db.Close()
 		return fmt.Errorf("synced writes: %w", err)
 	}
 	r.syncReqs = delta(before, db.Metrics().Storage)
 	logf("%v synced writes: %.0f/s p99 %v", r.rtt, r.sync.perSec(), r.sync.hist.Quantile(0.99))
-	if r.nosync, err = driveFor(p.writers, p.writeDur, put(db, nil)); err != nil {
+	if r.nosync, err = traced(p, "nosync-"+r.rtt.String(), func() (*load, error) {
+		return driveFor(p.writers, p.writeDur, put(db, nil))
+	}); err != nil {
 		db.Close()
 		return fmt.Errorf("unsynced writes: %w", err)
 	}
@@ -160,6 +167,25 @@ func writes(p params, r *result, loc func(string) (string, error), logf func(str
 	return nil
 }
 
+// traced runs phase, writing a runtime trace of it to p.traceDir/name.trace
+// if p.traceDir is set.
+func traced(p params, name string, phase func() (*load, error)) (*load, error) {
+	if p.traceDir == "" {
+		return phase()
+	}
+	f, err := os.Create(filepath.Join(p.traceDir, name+".trace"))
+	if err != nil {
+		return nil, err
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	l, err := phase()
+	trace.Stop()
+	return l, errors.Join(err, f.Close())
+}
+
 // reads loads the fixture, reopens it with an empty disk cache and times
 // the reads that fill the cache (cold), then reads once it holds every
 // table (warm).
@@ -188,7 +214,7 @@ func reads(p params, r *result, loc func(string) (string, error), logf func(stri
 	}
 	defer os.RemoveAll(cache)
 	t0 = time.Now()
-	db, err := mayfly.Open(l, &mayfly.Options{ObjectCacheDir: cache})
+	db, err := mayfly.Open(l, &mayfly.Options{ObjectCacheDir: cache, BlockCacheSize: p.blockMiB << 20})
 	if err != nil {
 		return err
 	}
