@@ -350,7 +350,7 @@ func ttlScaleSummary(samples []TTLScaleSample) map[string]float64 {
 	var p99s []float64
 	excess, haveExcess := 0.0, false
 	for _, s := range samples {
-		if s.T >= from {
+		if s.T > from {
 			if a := s.SpaceAmp(); a > out["space_amp_max"] {
 				out["space_amp_max"], out["space_amp_max_t"] = a, s.T
 			}
