@@ -12,8 +12,10 @@ import (
 // (10-bit filters on every level, read on every level), each with the
 // ratio of the medians, the range of the per-repetition ratios (repetition
 // i of Mayfly over repetition i of the baseline: the two ran minutes
-// apart) and each side's spread, (max - min) / median. It is empty unless
-// the run included pebble-bloom.
+// apart), each side's spread, (max - min) / median, and the median CPU
+// per read of each side (process CPU of the timed loop, which moves less
+// with the machine's load than ops/s). It is empty unless the run included
+// pebble-bloom.
 func (r *report) pointReadTable() string {
 	var b strings.Builder
 	for _, w := range []string{"readrandom_cold", "readrandom_warm"} {
@@ -22,8 +24,8 @@ func (r *report) pointReadTable() string {
 			continue
 		}
 		if b.Len() == 0 {
-			b.WriteString("\n| point reads | baseline | Mayfly ops/s | baseline ops/s | ratio of medians | per-rep ratios | spread Mayfly / baseline |\n")
-			b.WriteString("|---|---|---:|---:|---:|---:|---:|\n")
+			b.WriteString("\n| point reads | baseline | Mayfly ops/s | baseline ops/s | ratio of medians | per-rep ratios | spread Mayfly / baseline | CPU µs/read Mayfly / baseline |\n")
+			b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|\n")
 		}
 		for _, base := range []string{"pebble", "pebble-bloom"} {
 			a := r.agg[w][base]
@@ -31,8 +33,10 @@ func (r *report) pointReadTable() string {
 				continue
 			}
 			lo, hi := repRatios(m.runs, a.runs)
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f× | %.2f..%.2f | %.1f%% / %.1f%% |\n", w, base,
-				r.cell(w, "mayfly"), r.cell(w, base), m.med/a.med, lo, hi, 100*relSpread(m), 100*relSpread(a))
+			cpu := func(x bench.Result) float64 { return x.Extra["cpu_us_per_op"] }
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f× | %.2f..%.2f | %.1f%% / %.1f%% | %.2f / %.2f |\n", w, base,
+				r.cell(w, "mayfly"), r.cell(w, base), m.med/a.med, lo, hi, 100*relSpread(m), 100*relSpread(a),
+				median(m.runs, cpu), median(a.runs, cpu))
 		}
 	}
 	return b.String()

@@ -102,7 +102,7 @@ func runScale() error {
 	if err := os.MkdirAll(*results, 0o755); err != nil {
 		return err
 	}
-	jsonPath := filepath.Join(*results, "results-scale-"+time.Now().UTC().Format("20060102T150405Z")+".jsonl")
+	jsonPath := filepath.Join(*results, "results-"+time.Now().UTC().Format("20060102T150405Z")+".jsonl")
 	jf, err := os.Create(jsonPath)
 	if err != nil {
 		return err

@@ -51,7 +51,8 @@ func TestScaleTables(t *testing.T) {
 // side's spread.
 func TestPointReadTable(t *testing.T) {
 	res := func(e string, rep int, ops float64) bench.Result {
-		return bench.Result{Engine: e, Workload: "readrandom_cold", Rep: rep, OpsPerSec: ops}
+		return bench.Result{Engine: e, Workload: "readrandom_cold", Rep: rep, OpsPerSec: ops,
+			Extra: map[string]float64{"cpu_us_per_op": 600 / ops}}
 	}
 	all := []bench.Result{
 		res("mayfly", 1, 300), res("mayfly", 2, 330), res("mayfly", 3, 270),
@@ -64,8 +65,8 @@ func TestPointReadTable(t *testing.T) {
 	all = append(all, res("pebble-bloom", 1, 250), res("pebble-bloom", 2, 200), res("pebble-bloom", 3, 300))
 	r := buildReport(all, engs, wls, bench.Params{}, 0, "x.jsonl")
 	wantAll(t, r.table,
-		"| readrandom_cold | pebble | **300** (270..330) | **200** (200..200) | 1.50× | 1.35..1.65 | 20.0% / 0.0% |",
-		"| readrandom_cold | pebble-bloom | **300** (270..330) | **250** (200..300) | 1.20× | 0.90..1.65 | 20.0% / 40.0% |",
+		"| readrandom_cold | pebble | **300** (270..330) | **200** (200..200) | 1.50× | 1.35..1.65 | 20.0% / 0.0% | 2.00 / 3.00 |",
+		"| readrandom_cold | pebble-bloom | **300** (270..330) | **250** (200..300) | 1.20× | 0.90..1.65 | 20.0% / 40.0% | 2.00 / 2.40 |",
 	)
 }
 
