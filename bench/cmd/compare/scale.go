@@ -231,6 +231,8 @@ func publishScale(all []bench.Result, engs []string, sizes []int, total time.Dur
 	if total > 0 {
 		fmt.Fprintf(&b, "- **Wall time:** %s.\n", total.Round(time.Second))
 	}
+	lo, hi := loadRange(all)
+	fmt.Fprintf(&b, "- **Machine load:** 1-minute load average %.1f..%.1f at the end of the workers (2 cores: above 2, the engines shared the CPU).\n", lo, hi)
 	b.WriteString("- **Definitions:** fillrandom = loading N keys in a random order (timed), then compaction settles (untimed). " +
 		"Write amp (io) = `/proc/self/io` write_bytes of the worker (WAL, tables, value log; fill, settle and Close) per user byte (key + value). " +
 		"Space amp = bytes the directory allocates after the settle and Close per user byte. " +
@@ -369,4 +371,17 @@ func scaleChart(ag scaleAgg, engs []string, sizes []int, path string) error {
 		plots[i/cols][i%cols] = p
 	}
 	return savePanels(plots, vg.Points(cols*240), vg.Points(float64(len(plots))*230), path)
+}
+
+// loadRange is the lowest and highest 1-minute load average the workers
+// recorded.
+func loadRange(all []bench.Result) (lo, hi float64) {
+	for i, r := range all {
+		v := r.Extra["loadavg1"]
+		if i == 0 {
+			lo, hi = v, v
+		}
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	return lo, hi
 }

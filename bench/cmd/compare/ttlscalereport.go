@@ -126,7 +126,11 @@ func ttlScaleLogExtra(r bench.Result) string {
 	if r.Workload != "ttlscale" {
 		return ""
 	}
-	return fmt.Sprintf(" sim %.1fh space amp max %.2f end %.2f read p99/s median %.0fµs max %.0fµs expired excess %.1f MB",
+	excess := ""
+	if v, ok := r.Extra["expired_excess_max_bytes"]; ok {
+		excess = fmt.Sprintf(" expired beyond the bound, max %.1f MB", v/1e6)
+	}
+	return fmt.Sprintf(" sim %.1fh space amp max %.2f end %.2f read p99/s median %.0fµs max %.0fµs%s",
 		r.Extra["sim_hours"], r.Extra["space_amp_max"], r.Extra["space_amp_final"],
-		r.Extra["read_p99_window_median_us"], r.Extra["read_p99_window_max_us"], r.Extra["expired_excess_max_bytes"]/1e6)
+		r.Extra["read_p99_window_median_us"], r.Extra["read_p99_window_max_us"], excess)
 }
