@@ -64,12 +64,17 @@ func newMemCgroup(limit int64) (*memCgroup, error) {
 	return &memCgroup{dir: dir}, nil
 }
 
-// failures is memory.failcnt: how often usage hit the limit (page cache
-// reclaim included, so it is no error by itself).
-func (c *memCgroup) failures() int64 {
-	b, _ := os.ReadFile(filepath.Join(c.dir, "memory.failcnt"))
-	n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	return n
+// oomKills is the oom_kill count of memory.oom_control: workers the kernel
+// killed because their RSS alone reached the limit.
+func (c *memCgroup) oomKills() int64 {
+	b, _ := os.ReadFile(filepath.Join(c.dir, "memory.oom_control"))
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // remove deletes the cgroup (its workers have exited; the kernel moves what

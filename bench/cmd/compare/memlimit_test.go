@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,5 +57,13 @@ func TestMemCgroup(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(cg.dir, "memory.limit_in_bytes"))
 	if err != nil || strings.TrimSpace(string(b)) != "67108864" {
 		t.Fatalf("memory.limit_in_bytes %q, %v; want 67108864", b, err)
+	}
+	// A process that joins it and holds 150 MB is killed, and counted.
+	script := fmt.Sprintf("echo $$ > %s/cgroup.procs && head -c 200000000 /dev/zero | tail -c 150000000 > /dev/null", cg.dir)
+	if err := exec.Command("sh", "-c", script).Run(); err == nil {
+		t.Fatal("a process holding 150 MB survived a 64 MiB cgroup")
+	}
+	if n := cg.oomKills(); n != 1 {
+		t.Fatalf("oom_kill count %d; want 1", n)
 	}
 }

@@ -112,7 +112,7 @@ func runScale() error {
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, "[%6.0fs] %s\n", time.Since(began).Seconds(), fmt.Sprintf(format, a...))
 	}
-	logf("scale curve: %s", memoryMode(cg != nil))
+	logf("scale curve: %s", memoryMode(*memLimitMiB))
 	var all []bench.Result
 	for _, n := range sizes {
 		reads, seeks := scaleReadOps(n)
@@ -129,16 +129,30 @@ func runScale() error {
 							return err
 						}
 					}
+					var kills int64
+					if cg != nil {
+						kills = cg.oomKills()
+					}
 					r, err := runWorker(e, w, dir, rep, "", extra...)
-					if err != nil {
-						if cg != nil {
-							err = fmt.Errorf("%w (memory cgroup limit %d MiB, hit %d times: a killed worker may need a higher -memlimit)", err, *memLimitMiB, cg.failures())
-						}
+					if err != nil && cg != nil && cg.oomKills() > kills {
+						// Recorded and reported; the engine's other workloads
+						// at this size are skipped (its database is incomplete).
+						r = bench.Result{Engine: e, Workload: w, Rep: rep, Num: n, ValueSize: *valueSize,
+							Error: fmt.Sprintf("killed by the memory cgroup's OOM killer at -memlimit %d MiB", *memLimitMiB)}
+						logf("N=%d rep %d %-10s %-9s %s", n, rep, scaleLabel(w), e, r.Error)
+					} else if err != nil {
 						return err
 					}
+					if r.Extra == nil {
+						r.Extra = map[string]float64{}
+					}
+					r.Extra["memlimit_mib"] = float64(*memLimitMiB)
 					all = append(all, r)
 					b, _ := json.Marshal(r)
 					jf.Write(append(b, '\n'))
+					if r.Error != "" {
+						break
+					}
 					logf("N=%d rep %d %-10s %-9s %12.0f ops/s%s", n, rep, scaleLabel(w), e, r.OpsPerSec, scaleLogExtra(r))
 				}
 				if err := os.RemoveAll(dir); err != nil {
@@ -152,13 +166,14 @@ func runScale() error {
 	return publishScale(all, engs, sizes, total, jsonPath)
 }
 
-// memoryMode says how the run kept the data out of memory.
-func memoryMode(limited bool) string {
+// memoryMode says how the run kept the data out of memory, given its
+// -memlimit in MiB.
+func memoryMode(limitMiB int64) string {
 	const drop = "posix_fadvise(DONTNEED) on the database's files before every read workload"
-	if !limited {
+	if limitMiB <= 0 {
 		return "no memory cgroup (-memlimit 0): page cache NOT bounded; " + drop
 	}
-	return fmt.Sprintf("every worker in a cgroup v1 memory cgroup limited to %d MiB (RSS + page cache), and %s", *memLimitMiB, drop)
+	return fmt.Sprintf("every worker in a cgroup v1 memory cgroup limited to %d MiB (RSS + page cache), and %s", limitMiB, drop)
 }
 
 func scaleLogExtra(r bench.Result) string {
@@ -189,7 +204,9 @@ type scaleAgg map[int]map[string]map[string]*agg
 func aggregateScale(all []bench.Result) scaleAgg {
 	byNum := map[int][]bench.Result{}
 	for _, r := range all {
-		byNum[r.Num] = append(byNum[r.Num], r)
+		if r.Error == "" {
+			byNum[r.Num] = append(byNum[r.Num], r)
+		}
 	}
 	out := scaleAgg{}
 	for n, rs := range byNum {
@@ -224,7 +241,19 @@ func publishScale(all []bench.Result, engs []string, sizes []int, total time.Dur
 	fmt.Fprintf(&b, "- **Results file:** `bench/%s`\n", filepath.ToSlash(jsonPath))
 	fmt.Fprintf(&b, "- **Machine:** %s\n", machine())
 	fmt.Fprintf(&b, "- **Engines:** %s\n", versions())
-	fmt.Fprintf(&b, "- **Memory:** %s (-memlimit %d MiB; a rebuilt report states the flag it was rebuilt with).\n", memoryMode(*memLimitMiB > 0), *memLimitMiB)
+	limit := *memLimitMiB
+	if len(all) > 0 {
+		if v, ok := all[0].Extra["memlimit_mib"]; ok {
+			limit = int64(v)
+		}
+	}
+	fmt.Fprintf(&b, "- **Memory:** %s.\n", memoryMode(limit))
+	for _, r := range all {
+		if r.Error != "" {
+			fmt.Fprintf(&b, "- **Not measured:** %s at N=%d, %s (rep %d): %s; its later workloads at that size were skipped.\n",
+				r.Engine, r.Num, scaleLabel(r.Workload), r.Rep, r.Error)
+		}
+	}
 	fmt.Fprintf(&b, "- **Shape:** keys of %d bytes, values of %d bytes (half-compressible), block cache %d MiB, bloom %d bits/key; "+
 		"read workloads do min(N, %d) reads, seekrandom a tenth of that, readseq scans all N.\n",
 		bench.KeySize, *valueSize, *cacheMiB, *bloom, *scaleReads)
