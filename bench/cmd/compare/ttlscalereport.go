@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -60,7 +61,7 @@ func (r *report) ttlScaleTable() string {
 		if v, ok := x.Extra["expired_excess_max_bytes"]; ok {
 			excess = fmt.Sprintf("%.1f MB", v/1e6)
 			if v <= 0 {
-				excess = fmt.Sprintf("none (%.1f MB under)", -v/1e6)
+				excess = fmt.Sprintf("none (%.1f MB under)", math.Abs(v)/1e6)
 			}
 		}
 		fmt.Fprintf(&b, "| %s | %s | %.1f | %.2f | %.2f | %s | %.0f | %.0f / %.0f |\n", e, human(x.OpsPerSec),
