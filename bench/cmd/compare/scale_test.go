@@ -47,54 +47,6 @@ func TestScaleTables(t *testing.T) {
 	)
 }
 
-// The like-for-like table appears only with pebble-bloom in the run, with
-// the ratio of medians, the range of the per-repetition ratios and each
-// side's spread.
-func TestPointReadTable(t *testing.T) {
-	res := func(e string, rep int, ops float64) bench.Result {
-		return bench.Result{Engine: e, Workload: "readrandom_cold", Rep: rep, OpsPerSec: ops,
-			Extra: map[string]float64{"cpu_us_per_op": 600 / ops}}
-	}
-	all := []bench.Result{
-		res("mayfly", 1, 300), res("mayfly", 2, 330), res("mayfly", 3, 270),
-		res("pebble", 1, 200), res("pebble", 2, 200), res("pebble", 3, 200),
-	}
-	engs, wls := []string{"mayfly", "pebble", "pebble-bloom"}, []string{"readrandom_cold"}
-	if r := buildReport(all, engs, wls, bench.Params{}, 0, "x.jsonl"); strings.Contains(r.table, "| point reads |") {
-		t.Fatalf("point-read table without pebble-bloom:\n%s", r.table)
-	}
-	all = append(all, res("pebble-bloom", 1, 250), res("pebble-bloom", 2, 200), res("pebble-bloom", 3, 300))
-	r := buildReport(all, engs, wls, bench.Params{}, 0, "x.jsonl")
-	wantAll(t, r.table,
-		"| readrandom_cold | pebble | **300** (270..330) | **200** (200..200) | 1.50× | 1.35..1.65 | 20.0% / 0.0% | 2.00 / 3.00 |",
-		"| readrandom_cold | pebble-bloom | **300** (270..330) | **250** (200..300) | 1.20× | 0.90..1.65 | 20.0% / 40.0% | 2.00 / 2.40 |",
-	)
-}
-
-// The ttlscale table reports an engine within the bound as "none" and one
-// without an expired-bytes figure as such, and the main table leaves
-// ttlscale out.
-func TestTTLScaleTable(t *testing.T) {
-	all := []bench.Result{
-		{Engine: "mayfly", Workload: "ttlscale", OpsPerSec: 20e3, P99us: 80, Extra: map[string]float64{
-			"sim_hours": 30, "space_amp_max": 1.1, "space_amp_final": 0.9, "expired_excess_max_bytes": -2e6,
-			"read_p99_window_median_us": 70, "read_p99_window_max_us": 200}},
-		{Engine: "pebble", Workload: "ttlscale", OpsPerSec: 20e3, P99us: 80, Extra: map[string]float64{
-			"expired_excess_max_bytes": 0}},
-		{Engine: "badger", Workload: "ttlscale", OpsPerSec: 20e3, P99us: 300, Extra: map[string]float64{
-			"sim_hours": 30, "space_amp_max": 5, "space_amp_final": 4}},
-	}
-	r := buildReport(all, []string{"mayfly", "pebble", "badger"}, []string{"ttlscale"}, bench.Params{}, 0, "x.jsonl")
-	wantAll(t, r.table,
-		"| mayfly | 20.0k | 30.0 | 1.10 | 0.90 | none (2.0 MB under) | 80 | 70 / 200 |",
-		"| none (0.0 MB under) |",
-		"| badger | 20.0k | 30.0 | 5.00 | 4.00 | — (no engine figure) | 300 | 0 / 0 |",
-	)
-	if strings.Contains(r.table, "| ttlscale | 20.0k") {
-		t.Errorf("main table lists ttlscale:\n%s", r.table)
-	}
-}
-
 // wantAll fails t for every line of want that text lacks.
 func wantAll(t *testing.T, text string, want ...string) {
 	t.Helper()
