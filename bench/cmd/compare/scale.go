@@ -124,8 +124,12 @@ func runScale() error {
 			for _, e := range engs {
 				dir := filepath.Join(*workdir, fmt.Sprintf("scale-%s-%d", e, n))
 				for _, w := range scaleWorkloads {
+					var cached int64 // bytes of the database in the page cache as the worker starts
 					if w != "load" {
 						if err := dropCache(dir); err != nil {
+							return err
+						}
+						if cached, err = cachedBytes(dir); err != nil {
 							return err
 						}
 					}
@@ -147,6 +151,7 @@ func runScale() error {
 						r.Extra = map[string]float64{}
 					}
 					r.Extra["memlimit_mib"] = float64(*memLimitMiB)
+					r.Extra["page_cache_bytes_at_start"] = float64(cached)
 					all = append(all, r)
 					b, _ := json.Marshal(r)
 					jf.Write(append(b, '\n'))
@@ -247,7 +252,8 @@ func publishScale(all []bench.Result, engs []string, sizes []int, total time.Dur
 			limit = int64(v)
 		}
 	}
-	fmt.Fprintf(&b, "- **Memory:** %s.\n", memoryMode(limit))
+	fmt.Fprintf(&b, "- **Memory:** %s; database bytes in the page cache as a read worker started (mincore): %s.\n",
+		memoryMode(limit), cachedAtStart(all))
 	for _, r := range all {
 		if r.Error != "" {
 			fmt.Fprintf(&b, "- **Not measured:** %s at N=%d, %s (rep %d): %s; its later workloads at that size were skipped.\n",
@@ -413,4 +419,19 @@ func loadRange(all []bench.Result) (lo, hi float64) {
 		lo, hi = min(lo, v), max(hi, v)
 	}
 	return lo, hi
+}
+
+// cachedAtStart states the most database bytes found in the page cache as
+// a read worker started (0 when every drop worked).
+func cachedAtStart(all []bench.Result) string {
+	most, seen := 0.0, false
+	for _, r := range all {
+		if v, ok := r.Extra["page_cache_bytes_at_start"]; ok {
+			most, seen = max(most, v), true
+		}
+	}
+	if !seen {
+		return "not recorded by this run"
+	}
+	return fmt.Sprintf("at most %.1f MB", most/1e6)
 }

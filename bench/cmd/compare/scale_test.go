@@ -47,6 +47,17 @@ func TestScaleTables(t *testing.T) {
 	)
 }
 
+func TestCachedAtStart(t *testing.T) {
+	if got := cachedAtStart([]bench.Result{{}}); got != "not recorded by this run" {
+		t.Errorf("without the figure: %q", got)
+	}
+	all := []bench.Result{{Extra: map[string]float64{"page_cache_bytes_at_start": 0}},
+		{Extra: map[string]float64{"page_cache_bytes_at_start": 2e6}}, {}}
+	if got := cachedAtStart(all); got != "at most 2.0 MB" {
+		t.Errorf("with it: %q", got)
+	}
+}
+
 // wantAll fails t for every line of want that text lacks.
 func wantAll(t *testing.T, text string, want ...string) {
 	t.Helper()
