@@ -122,45 +122,13 @@ func runScale() error {
 		}
 		for rep := 1; rep <= *reps; rep++ {
 			for _, e := range engs {
-				dir := filepath.Join(*workdir, fmt.Sprintf("scale-%s-%d", e, n))
-				for _, w := range scaleWorkloads {
-					var cached int64 // bytes of the database in the page cache as the worker starts
-					if w != "load" {
-						if err := dropCache(dir); err != nil {
-							return err
-						}
-						if cached, err = cachedBytes(dir); err != nil {
-							return err
-						}
-					}
-					var kills int64
-					if cg != nil {
-						kills = cg.oomKills()
-					}
-					r, err := runWorker(e, w, dir, rep, "", extra...)
-					if err != nil && cg != nil && cg.oomKills() > kills {
-						// Recorded and reported; the engine's other workloads
-						// at this size are skipped (its database is incomplete).
-						r = bench.Result{Engine: e, Workload: w, Rep: rep, Num: n, ValueSize: *valueSize,
-							Error: fmt.Sprintf("killed by the memory cgroup's OOM killer at -memlimit %d MiB", *memLimitMiB)}
-						logf("N=%d rep %d %-10s %-9s %s", n, rep, scaleLabel(w), e, r.Error)
-					} else if err != nil {
-						return err
-					}
-					if r.Extra == nil {
-						r.Extra = map[string]float64{}
-					}
-					r.Extra["memlimit_mib"] = float64(*memLimitMiB)
-					r.Extra["page_cache_bytes_at_start"] = float64(cached)
-					all = append(all, r)
+				rs, err := scaleEngine(e, n, rep, cg, extra, logf)
+				for _, r := range rs {
 					b, _ := json.Marshal(r)
 					jf.Write(append(b, '\n'))
-					if r.Error != "" {
-						break
-					}
-					logf("N=%d rep %d %-10s %-9s %12.0f ops/s%s", n, rep, scaleLabel(w), e, r.OpsPerSec, scaleLogExtra(r))
 				}
-				if err := os.RemoveAll(dir); err != nil {
+				all = append(all, rs...)
+				if err != nil {
 					return err
 				}
 			}
@@ -169,6 +137,52 @@ func runScale() error {
 	total := time.Since(began)
 	logf("scale curve done in %s; results in %s", total.Round(time.Second), jsonPath)
 	return publishScale(all, engs, sizes, total, jsonPath)
+}
+
+// scaleEngine loads n keys into a fresh database of engine e and runs the
+// read workloads on it, each worker started with the database dropped from
+// the page cache; it deletes the database and returns the results. A worker
+// the cgroup's OOM killer ended is returned as a result with Error set, and
+// the engine's later workloads at this size are skipped.
+func scaleEngine(e string, n, rep int, cg *memCgroup, extra []string, logf func(string, ...any)) ([]bench.Result, error) {
+	dir := filepath.Join(*workdir, fmt.Sprintf("scale-%s-%d", e, n))
+	defer os.RemoveAll(dir)
+	var out []bench.Result
+	for _, w := range scaleWorkloads {
+		var cached int64 // bytes of the database in the page cache as the worker starts
+		if w != "load" {
+			if err := dropCache(dir); err != nil {
+				return out, err
+			}
+			var err error
+			if cached, err = cachedBytes(dir); err != nil {
+				return out, err
+			}
+		}
+		var kills int64
+		if cg != nil {
+			kills = cg.oomKills()
+		}
+		r, err := runWorker(e, w, dir, rep, "", extra...)
+		if err != nil && cg != nil && cg.oomKills() > kills {
+			r = bench.Result{Engine: e, Workload: w, Rep: rep, Num: n, ValueSize: *valueSize,
+				Error: fmt.Sprintf("killed by the memory cgroup's OOM killer at -memlimit %d MiB", *memLimitMiB)}
+		} else if err != nil {
+			return out, err
+		}
+		if r.Extra == nil {
+			r.Extra = map[string]float64{}
+		}
+		r.Extra["memlimit_mib"] = float64(*memLimitMiB)
+		r.Extra["page_cache_bytes_at_start"] = float64(cached)
+		out = append(out, r)
+		if r.Error != "" {
+			logf("N=%d rep %d %-10s %-9s %s", n, rep, scaleLabel(w), e, r.Error)
+			return out, nil
+		}
+		logf("N=%d rep %d %-10s %-9s %12.0f ops/s%s", n, rep, scaleLabel(w), e, r.OpsPerSec, scaleLogExtra(r))
+	}
+	return out, nil
 }
 
 // memoryMode says how the run kept the data out of memory, given its
