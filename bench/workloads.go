@@ -70,6 +70,9 @@ type Params struct {
 	YCSBOps   int
 	FillBytes int64
 
+	// TTLScale configures the ttlscale workload (workloads_ttlscale.go).
+	TTLScale TTLScaleParams
+
 	// RateDuration is the reader's run time in the rate-limited
 	// readwhilewriting workloads (workloads_rwrate.go); 10 s if 0.
 	RateDuration time.Duration
@@ -108,6 +111,7 @@ type Result struct {
 	// ttlchurn
 	SpaceAmp  float64            `json:"space_amp,omitempty"`
 	Samples   []Sample           `json:"samples,omitempty"`
+	TTLScale  []TTLScaleSample   `json:"ttlscale_samples,omitempty"`
 	Extra     map[string]float64 `json:"extra,omitempty"`
 	CacheMiB  int64              `json:"cache_mib"`
 	BloomBits int                `json:"bloom_bits"`
@@ -133,12 +137,14 @@ func RunWorker(engine, workload, dir string, p Params) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
+	ts := prepareTTLScale(workload, e, p)
 	if err := e.Open(dir, p.CacheBytes, p.Bloom); err != nil {
 		return res, fmt.Errorf("open: %w", err)
 	}
 	r := &runner{e: e, p: p, vals: NewValueGen(p.ValueSize), rng: rand.New(rand.NewPCG(7, uint64(len(workload))))}
 	var ops int64
 	var elapsed time.Duration
+	io0 := readIO()
 	switch workload {
 	case "load":
 		perm := NewPerm(uint64(p.Num), 1)
@@ -178,6 +184,8 @@ func RunWorker(engine, workload, dir string, p Params) (res Result, err error) {
 		ops, elapsed, err = r.readWhileWriting(&res)
 	case "ttlchurn":
 		ops, elapsed, err = r.ttlChurn(&res)
+	case "ttlscale":
+		ops, elapsed, err = r.ttlScale(ts, &res)
 	case "session", "idempotency", "onetime", "touchwal", "expirebytes":
 		ops, elapsed, err = r.ttlWorkload(workload, &res)
 	default:
@@ -187,6 +195,7 @@ func RunWorker(engine, workload, dir string, p Params) (res Result, err error) {
 			ops, elapsed, err = r.optIn(workload, &res)
 		}
 	}
+	io1 := readIO()
 	if err != nil {
 		e.Close()
 		return res, err
@@ -220,6 +229,7 @@ func RunWorker(engine, workload, dir string, p Params) (res Result, err error) {
 	}
 	res.PeakRSS = peakRSS()
 	res.Extra["loadavg1"] = loadAvg()
+	io1.sub(io0).addTo(res.Extra)
 	if r.cpu > 0 && ops > 0 {
 		// CPU per op of the timed loop, all of the process's threads:
 		// it moves much less with the machine's load than ops/s does.

@@ -54,7 +54,9 @@ func applyWriteRates() error {
 }
 
 // ownTable reports whether workload w is left out of the main table.
-func ownTable(w string) bool { return bench.IsTTLWorkload(w) || bench.IsRateWorkload(w) }
+func ownTable(w string) bool {
+	return bench.IsTTLWorkload(w) || bench.IsRateWorkload(w) || w == "ttlscale"
+}
 
 // rateLogExtra is the progress-log suffix of a rate-limited run.
 func rateLogExtra(r bench.Result) string {
