@@ -95,6 +95,7 @@ type DB struct {
 	manifestNum uint64
 	minLogNum   uint64 // WAL segments below it are flushed
 	epoch       uint64 // writer epoch recorded in our manifest versions
+	mergeName   string // merge operator name recorded in our manifest versions
 
 	// mu guards the fields below; cond is signalled whenever a flush or
 	// compaction finishes or the DB closes.

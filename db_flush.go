@@ -207,7 +207,7 @@ func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool, deadlineAbove func
 func (db *DB) compactionConfig(bottom bool) compaction.Config {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	return compaction.Config{Snapshots: db.snapshotSeqs(), Now: db.pickerEnv().Now, Bottom: bottom}
+	return compaction.Config{Snapshots: db.snapshotSeqs(), Now: db.pickerEnv().Now, Bottom: bottom, Merger: db.merger()}
 }
 
 // writeTables writes the rows of ci to new tables. With splitAt > 0 a table

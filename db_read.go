@@ -145,11 +145,16 @@ func (db *DB) lookup(key []byte, seq uint64, now int64, dst []byte, withValue bo
 // up, down to the value row it applies to, and the row returned is that
 // value under the deadline row's deadline. found is false when the key has
 // no such value (never written, or a tombstone beneath the deadline rows);
-// a tombstone found first is returned as it is.
+// a tombstone found first is returned as it is. Merge operands among them
+// are folded by findMerged (merge_read.go).
 func (db *DB) findResolved(rs *readState, key []byte, seq uint64) (format.Row, sstable.BlockRef, bool, error) {
 	r, ref, found, err := db.find(rs, key, seq)
-	if err != nil || !found || !r.IsDeadline() {
+	if err != nil || !found || r.Flags&(format.FlagDeadline|format.FlagMerge) == 0 {
 		return r, ref, found, err
+	}
+	if r.IsMerge() {
+		ref.Release()
+		return db.findMerged(rs, key, seq)
 	}
 	d := r
 	d.Key = nil
@@ -162,6 +167,10 @@ func (db *DB) findResolved(rs *readState, key []byte, seq uint64) (format.Row, s
 		}
 		if r, ref, found, err = db.find(rs, key, r.Seq-1); err != nil || !found {
 			return format.Row{}, ref, false, err
+		}
+		if r.IsMerge() {
+			ref.Release()
+			return db.findMerged(rs, key, seq)
 		}
 		if !r.IsDeadline() {
 			v, ok := format.Resolve(&d, &r)

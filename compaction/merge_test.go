@@ -1,0 +1,142 @@
+package compaction
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/mayflydb/mayfly/format"
+)
+
+// sumMerger sums little-endian int64 operands.
+type sumMerger struct{}
+
+func (sumMerger) FullMerge(_, base []byte, hasBase bool, ops [][]byte) ([]byte, error) {
+	var n int64
+	if hasBase {
+		n = int64(binary.LittleEndian.Uint64(base))
+	}
+	for _, o := range ops {
+		n += int64(binary.LittleEndian.Uint64(o))
+	}
+	return num(n), nil
+}
+
+func (sumMerger) PartialMerge(_, a, b []byte) ([]byte, bool) {
+	return num(int64(binary.LittleEndian.Uint64(a) + binary.LittleEndian.Uint64(b))), true
+}
+
+func num(n int64) []byte { return binary.LittleEndian.AppendUint64(nil, uint64(n)) }
+
+// mop is operand +n of key committed at ts with window deadline expire.
+func mop(key string, seq uint64, ts, expire, n int64) format.Row {
+	return format.Row{Key: []byte(key), Seq: seq, Flags: format.FlagMerge | ttlFlags, TS: ts, ExpireTS: expire, Value: num(n)}
+}
+
+// counter is the value row a fold writes: n under deadline expire, with the
+// newest version's seq and ts.
+func counter(key string, seq uint64, ts, expire, n int64) format.Row {
+	return format.Row{Key: []byte(key), Seq: seq, Flags: ttlFlags, TS: ts, ExpireTS: expire, Value: num(n)}
+}
+
+// TestIteratorMergeRules: compaction rules 6 to 8, one case (or more) per
+// rule, with the value and deadline each output row must carry.
+func TestIteratorMergeRules(t *testing.T) {
+	const now = 1000
+	tests := []struct {
+		name  string
+		in    []format.Row
+		cfg   Config
+		want  []format.Row
+		stats Stats
+	}{
+		{
+			name:  "rule 8: operands fold into the base in the input",
+			in:    []format.Row{mop("a", 4, 300, 1300, 2), mop("a", 3, 200, 1200, 1), val("a", 2, "\x0a\x00\x00\x00\x00\x00\x00\x00"), val("a", 1, "old")},
+			cfg:   Config{Now: now},
+			want:  []format.Row{{Key: []byte("a"), Seq: 4, Flags: format.FlagHasTS, TS: 300, Value: num(13)}},
+			stats: Stats{RowsIn: 4, RowsOut: 1, MergesFolded: 1, ShadowedDropped: 1},
+		},
+		{
+			name:  "rule 8: at the bottom operands fold from nothing under the first one's deadline",
+			in:    []format.Row{mop("a", 3, 300, 1300, 2), mop("a", 2, 200, 1200, 1)},
+			cfg:   Config{Now: now, Bottom: true},
+			want:  []format.Row{counter("a", 3, 300, 1200, 3)},
+			stats: Stats{RowsIn: 2, RowsOut: 1, MergesFolded: 1},
+		},
+		{
+			name:  "rule 8: an ended window folds into an expired row and leaves at the bottom",
+			in:    []format.Row{mop("a", 3, 300, 999, 2), mop("a", 2, 200, 999, 1)},
+			cfg:   Config{Now: now, Bottom: true},
+			stats: Stats{RowsIn: 2, MergesFolded: 1, ExpiredDropped: 1},
+		},
+		{
+			name:  "rule 6: without the base, operands of one millisecond combine, others stay",
+			in:    []format.Row{mop("a", 4, 300, 1300, 4), mop("a", 3, 200, 1200, 2), mop("a", 2, 200, 1200, 1)},
+			cfg:   Config{Now: now},
+			want:  []format.Row{mop("a", 4, 300, 1300, 4), {Key: []byte("a"), Seq: 3, Flags: format.FlagMerge | ttlFlags, TS: 200, ExpireTS: 1200, Value: num(3)}},
+			stats: Stats{RowsIn: 3, RowsOut: 2, OperandsCombined: 1},
+		},
+		{
+			name:  "rule 6: operands are never expired by their own deadline",
+			in:    []format.Row{mop("a", 3, 300, 500, 4), mop("a", 2, 200, 400, 1)},
+			cfg:   Config{Now: now},
+			want:  []format.Row{mop("a", 3, 300, 500, 4), mop("a", 2, 200, 400, 1)},
+			stats: Stats{RowsIn: 2, RowsOut: 2},
+		},
+		{
+			name:  "rule 6 and 5: the expired base beneath an unfolded operand keeps its value",
+			in:    []format.Row{mop("a", 3, 300, 1300, 4), ttl("a", 2, 999, "v")},
+			cfg:   Config{Now: now, Snapshots: []uint64{2}},
+			want:  []format.Row{mop("a", 3, 300, 1300, 4), ttl("a", 2, 999, "v")},
+			stats: Stats{RowsIn: 2, RowsOut: 2, ExpiredKept: 1},
+		},
+		{
+			name: "rule 7: stripes are not combined; an older stripe's base tells the window",
+			// Stripe (2, inf): ops at 1500 and 1100; stripe [0, 2]: a
+			// value with deadline 1200. The op at 1100 joins the value's
+			// window, the one at 1500 starts the next: they do not combine,
+			// and the older stripe folds on its own.
+			in:    []format.Row{mop("a", 4, 1500, 2500, 4), mop("a", 3, 1100, 2100, 2), ttl("a", 2, 1200, "\x01\x00\x00\x00\x00\x00\x00\x00"), val("a", 1, "x")},
+			cfg:   Config{Now: now, Snapshots: []uint64{2}},
+			want:  []format.Row{mop("a", 4, 1500, 2500, 4), mop("a", 3, 1100, 2100, 2), ttl("a", 2, 1200, "\x01\x00\x00\x00\x00\x00\x00\x00")},
+			stats: Stats{RowsIn: 4, RowsOut: 3, ShadowedDropped: 1},
+		},
+		{
+			name:  "rule 7: with the window known from the older stripe, same-window operands combine",
+			in:    []format.Row{mop("a", 4, 1150, 2150, 4), mop("a", 3, 1100, 2100, 2), ttl("a", 2, 1200, "\x01\x00\x00\x00\x00\x00\x00\x00")},
+			cfg:   Config{Now: now, Snapshots: []uint64{2}},
+			want:  []format.Row{{Key: []byte("a"), Seq: 4, Flags: format.FlagMerge | ttlFlags, TS: 1100, ExpireTS: 2100, Value: num(6)}, ttl("a", 2, 1200, "\x01\x00\x00\x00\x00\x00\x00\x00")},
+			stats: Stats{RowsIn: 3, RowsOut: 2, OperandsCombined: 1},
+		},
+		{
+			name:  "rule 4 with operands: a deadline row above operands folds with them",
+			in:    []format.Row{dl("a", 4, 5000), mop("a", 3, 300, 1300, 2), val("a", 2, "\x01\x00\x00\x00\x00\x00\x00\x00")},
+			cfg:   Config{Now: now},
+			want:  []format.Row{{Key: []byte("a"), Seq: 4, Flags: ttlFlags, TS: 500, ExpireTS: 5000, Value: num(3)}},
+			stats: Stats{RowsIn: 3, RowsOut: 1, MergesFolded: 1},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Merger = sumMerger{}
+			got, st := drain(t, newScratchIter(tc.in), tc.cfg)
+			if !rowsEqual(got, tc.want) {
+				t.Errorf("output mismatch\ngot:\n%swant:\n%s", fmtRows(got), fmtRows(tc.want))
+			}
+			if st != tc.stats {
+				t.Errorf("stats = %+v\nwant    %+v", st, tc.stats)
+			}
+		})
+	}
+}
+
+// Without a merge operator an operand fails the compaction rather than
+// being written as something else.
+func TestIteratorMergeNeedsOperator(t *testing.T) {
+	ci := NewIterator(newScratchIter([]format.Row{mop("a", 2, 1, 2, 1), val("a", 1, "v")}), Config{Now: 1})
+	for ci.Next() {
+	}
+	if ci.Error() == nil {
+		t.Fatal("no error for an operand without a merge operator")
+	}
+}

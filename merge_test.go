@@ -1,0 +1,258 @@
+package mayfly
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mayflydb/mayfly/clock"
+)
+
+func openCounterDB(t *testing.T, dir string, clk *clock.Manual) *DB {
+	t.Helper()
+	return openTestDB(t, dir, clk, func(o *Options) { o.MergeOperator = Int64Add })
+}
+
+func addBlind(t *testing.T, db *DB, key string, delta int64, ttl TTL) {
+	t.Helper()
+	if err := db.Merge([]byte(key), EncodeInt64(delta), ttl); err != nil {
+		t.Fatalf("Merge(%s, %d): %v", key, delta, err)
+	}
+}
+
+// counterOf returns key's count and deadline (zero time: none); ok false
+// when the key is absent.
+func counterOf(t *testing.T, db *DB, key string) (int64, time.Time, bool) {
+	t.Helper()
+	v, err := db.Get([]byte(key))
+	if errors.Is(err, ErrNotFound) {
+		return 0, time.Time{}, false
+	}
+	if err != nil {
+		t.Fatalf("Get(%s): %v", key, err)
+	}
+	n, ok := DecodeInt64(v)
+	if !ok {
+		t.Fatalf("Get(%s) = %x, not a counter", key, v)
+	}
+	at, expires, err := db.ExpireTime([]byte(key))
+	if err != nil {
+		t.Fatalf("ExpireTime(%s): %v", key, err)
+	}
+	if !expires {
+		at = time.Time{}
+	}
+	return n, at, true
+}
+
+func wantCounter(t *testing.T, db *DB, key string, n int64, deadline time.Time) {
+	t.Helper()
+	got, at, ok := counterOf(t, db, key)
+	if !ok || got != n || !at.Equal(deadline) {
+		t.Fatalf("%s = %d (deadline %v, live %v), want %d (deadline %v)", key, got, at, ok, n, deadline)
+	}
+}
+
+// TestMergeWithoutOperator: without Options.MergeOperator a merge write
+// returns ErrNoMergeOperator and writes nothing, alone or in a batch.
+func TestMergeWithoutOperator(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), clock.NewManual(epoch), nil)
+	defer db.Close()
+	if err := db.Merge([]byte("k"), EncodeInt64(1), NoExpiry()); !errors.Is(err, ErrNoMergeOperator) {
+		t.Fatalf("Merge: %v, want ErrNoMergeOperator", err)
+	}
+	if _, err := db.Add([]byte("k"), 1, NoExpiry()); !errors.Is(err, ErrNoMergeOperator) {
+		t.Fatalf("Add: %v, want ErrNoMergeOperator", err)
+	}
+	b := db.NewBatch()
+	defer b.Close()
+	if err := b.Put([]byte("p"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddBlind([]byte("k"), 1, NoExpiry()); !errors.Is(err, ErrNoMergeOperator) {
+		t.Fatalf("AddBlind: %v", err)
+	}
+	if err := b.Write(nil); !errors.Is(err, ErrNoMergeOperator) {
+		t.Fatalf("Write: %v", err)
+	}
+	mustGet(t, db, "p", "")
+	mustGet(t, db, "k", "")
+}
+
+// TestMergeTTLRules: RFC 0010 rules 1 to 5 through the DB, read from the
+// memtable, then again after a flush and after a full compaction.
+func TestMergeTTLRules(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openCounterDB(t, t.TempDir(), clk)
+	defer db.Close()
+	minute := ExpireAfter(time.Minute)
+	t0 := epoch
+	// Rule 2: the first operand fixes the window; later ones do not move it.
+	addBlind(t, db, "w", 1, minute)
+	clk.Advance(10 * time.Second)
+	addBlind(t, db, "w", 2, minute)
+	// Rule 1: onto a live base the base's deadline holds (none here).
+	if err := db.Put([]byte("b"), EncodeInt64(10)); err != nil {
+		t.Fatal(err)
+	}
+	addBlind(t, db, "b", 5, minute)
+	// Rule 1: onto a deleted base the count starts from nothing.
+	if err := db.Put([]byte("d"), EncodeInt64(10)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Delete([]byte("d")); err != nil {
+		t.Fatal(err)
+	}
+	addBlind(t, db, "d", 5, minute)
+	// Rule 5: Expire on a counter moves its window's deadline.
+	addBlind(t, db, "e", 1, minute)
+	if ok, err := db.Expire([]byte("e"), ExpireAfter(time.Hour), ExpireAlways); !ok || err != nil {
+		t.Fatalf("Expire: %v, %v", ok, err)
+	}
+	// Rule 3 and 4: after the window ends, the count is gone and an
+	// operand starts the next window.
+	addBlind(t, db, "n", 7, ExpireAfter(5*time.Second))
+
+	check := func(stage string) {
+		t.Helper()
+		t.Logf("stage %s", stage)
+		wantCounter(t, db, "w", 3, t0.Add(time.Minute))
+		wantCounter(t, db, "b", 15, time.Time{})
+		wantCounter(t, db, "d", 5, t0.Add(10*time.Second+time.Minute))
+		wantCounter(t, db, "e", 1, t0.Add(10*time.Second+time.Hour))
+	}
+	check("memtable")
+	wantCounter(t, db, "n", 7, t0.Add(15*time.Second))
+	clk.Advance(5*time.Second + time.Millisecond)
+	if _, _, ok := counterOf(t, db, "n"); ok {
+		t.Fatal("rule 4: n counted after its window ended")
+	}
+	addBlind(t, db, "n", 1, minute)
+	wantCounter(t, db, "n", 1, t0.Add(15*time.Second+time.Millisecond+time.Minute))
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check("flushed")
+	// An operand at the window's last millisecond still joins it.
+	clk.Set(t0.Add(time.Minute))
+	addBlind(t, db, "w", 4, minute)
+	wantCounter(t, db, "w", 7, t0.Add(time.Minute))
+	clk.Advance(time.Millisecond)
+	if _, _, ok := counterOf(t, db, "w"); ok {
+		t.Fatal("rule 4: w counted after its window ended")
+	}
+	addBlind(t, db, "w", 100, minute)
+	wantCounter(t, db, "w", 100, t0.Add(2*time.Minute+time.Millisecond))
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	wantCounter(t, db, "w", 100, t0.Add(2*time.Minute+time.Millisecond))
+	wantCounter(t, db, "b", 15, time.Time{})
+	wantCounter(t, db, "e", 1, t0.Add(10*time.Second+time.Hour))
+}
+
+// TestMergeOperatorRecorded: the operator's name is recorded by the first
+// Open that sets it; a later Open with another name or none fails naming
+// both, read-only or not, and changes nothing.
+func TestMergeOperatorRecorded(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewManual(epoch)
+	db := openCounterDB(t, dir, clk)
+	addBlind(t, db, "k", 2, NoExpiry())
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		op   MergeOperator
+		ro   bool
+		want []string
+	}{
+		{"none", nil, false, []string{`"mayfly.Int64Add"`, "not set"}},
+		{"other", Int64Max, false, []string{`"mayfly.Int64Add"`, `"mayfly.Int64Max"`}},
+		{"none read-only", nil, true, []string{`"mayfly.Int64Add"`}},
+	} {
+		_, err := Open(dir, &Options{Clock: clk, MergeOperator: tc.op, ReadOnly: tc.ro})
+		if !errors.Is(err, ErrMergeOperator) {
+			t.Fatalf("%s: Open: %v, want ErrMergeOperator", tc.name, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Fatalf("%s: %v does not name %s", tc.name, err, w)
+			}
+		}
+	}
+	db = openCounterDB(t, dir, clk)
+	defer db.Close()
+	wantCounter(t, db, "k", 2, time.Time{})
+}
+
+// TestAddAnswers: Add returns the new count, starts a fresh window after
+// the old one ended, sees blind operands, and refuses (writing nothing) a
+// key that holds a value other than a counter. Concurrent Adds return each
+// count from 1 to n exactly once.
+func TestAddAnswers(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openCounterDB(t, t.TempDir(), clk)
+	defer db.Close()
+	add := func(key string, d int64, ttl TTL) int64 {
+		t.Helper()
+		n, err := db.Add([]byte(key), d, ttl)
+		if err != nil {
+			t.Fatalf("Add(%s, %d): %v", key, d, err)
+		}
+		return n
+	}
+	sec := ExpireAfter(time.Second)
+	if n := add("c", 1, sec); n != 1 {
+		t.Fatalf("first Add = %d", n)
+	}
+	addBlind(t, db, "c", 10, sec)
+	if n := add("c", 1, sec); n != 12 {
+		t.Fatalf("Add after a blind +10 = %d, want 12", n)
+	}
+	clk.Advance(time.Second + time.Millisecond)
+	if n := add("c", 5, sec); n != 5 {
+		t.Fatalf("Add in the next window = %d, want 5", n)
+	}
+	if err := db.Put([]byte("s"), []byte("text")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Add([]byte("s"), 1, sec); !errors.Is(err, ErrConditionFailed) {
+		t.Fatalf("Add on a string: %v, want ErrConditionFailed", err)
+	}
+	mustGet(t, db, "s", "text")
+
+	const workers, each = 4, 50
+	seen := make(chan int64, workers*each)
+	errc := make(chan error, workers)
+	for range workers {
+		go func() {
+			for range each {
+				n, err := db.Add([]byte("hot"), 1, NoExpiry())
+				if err != nil {
+					errc <- err
+					return
+				}
+				seen <- n
+			}
+			errc <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(seen)
+	got := map[int64]bool{}
+	for n := range seen {
+		if got[n] || n < 1 || n > workers*each {
+			t.Fatalf("Add returned %d twice or out of range", n)
+		}
+		got[n] = true
+	}
+	wantCounter(t, db, "hot", workers*each, time.Time{})
+}
