@@ -69,6 +69,10 @@ type Iterator struct {
 	// RowsRead metric: adding them in batches keeps a shared atomic
 	// counter out of the per-row path (see flushRowsRead).
 	rowsRead uint64
+	// chain collects the versions of a key holding merge operands
+	// (merge_read.go); hasMerge: findPrev's chain holds one.
+	chain    mergeChain
+	hasMerge bool
 }
 
 // rowsReadBatch is how many returned rows an iterator counts locally
@@ -287,9 +291,12 @@ func (it *Iterator) findNext(skipCurrent bool) bool {
 		it.key = append(it.key[:0], r.Key...)
 		skipping = true
 		row := *r
-		if row.IsDeadline() {
+		if row.Flags&(format.FlagDeadline|format.FlagMerge) != 0 {
 			var found bool
 			if row, found, ok = it.resolveForward(row); !found {
+				if it.err != nil {
+					return false
+				}
 				continue // the merge is already past the key's versions
 			}
 		}
@@ -318,6 +325,9 @@ func (it *Iterator) findNext(skipCurrent bool) bool {
 // under d's deadline); the merge stays at the row that decided, and ok is
 // its validity.
 func (it *Iterator) resolveForward(d format.Row) (resolved format.Row, found, ok bool) {
+	if d.IsMerge() {
+		return it.mergeForward(nil)
+	}
 	for ok = it.m.Next(); ok; ok = it.m.Next() {
 		v := it.m.Row()
 		if !bytes.Equal(v.Key, it.key) {
@@ -325,6 +335,9 @@ func (it *Iterator) resolveForward(d format.Row) (resolved format.Row, found, ok
 		}
 		if v.IsDeadline() {
 			continue
+		}
+		if v.IsMerge() {
+			return it.mergeForward(&d)
 		}
 		// A tombstone beneath: the key is absent, and the caller skips the
 		// rest of its versions from here.
@@ -341,6 +354,7 @@ func (it *Iterator) resolveForward(d format.Row) (resolved format.Row, found, ok
 func (it *Iterator) findPrev() bool {
 	it.forward = false
 	it.valid = false
+	it.hasMerge = false
 	started := false // it.key names the key whose versions are being read
 	live := false    // that key has a value: valueBuf, expires, deadline
 	have := func() bool { return live && !(it.expires && it.deadline < it.now) }
@@ -353,6 +367,9 @@ func (it *Iterator) findPrev() bool {
 			break
 		}
 		if !started || !bytes.Equal(r.Key, it.key) {
+			if started && it.hasMerge && !it.settleMerge(&live) {
+				return false
+			}
 			if started && have() {
 				break
 			}
@@ -361,6 +378,21 @@ func (it *Iterator) findPrev() bool {
 			}
 			started, live = true, false
 			it.key = append(it.key[:0], r.Key...)
+			it.chain.reset()
+		}
+		if !it.hasMerge && r.IsMerge() {
+			// The versions read so far are the chain's base and what
+			// lies on it.
+			it.seedChain(live)
+		}
+		if r.IsMerge() || it.hasMerge {
+			// A chain with operands: resolved when the key ends.
+			if r.Flags&(format.FlagMerge|format.FlagDeadline) == 0 {
+				it.chain.reset() // a base: older versions no longer count
+			}
+			it.chain.add(r)
+			it.hasMerge = it.hasMerge || r.IsMerge()
+			continue
 		}
 		switch {
 		case r.IsDeadline():
@@ -377,6 +409,9 @@ func (it *Iterator) findPrev() bool {
 	}
 	if err := it.m.Error(); err != nil {
 		it.err = err
+		return false
+	}
+	if started && it.hasMerge && !it.settleMerge(&live) {
 		return false
 	}
 	if live && !have() {

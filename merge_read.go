@@ -1,7 +1,9 @@
 package mayfly
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/sstable"
@@ -13,33 +15,44 @@ import (
 // held while the chain grows.
 type mergeChain struct {
 	rows  []format.Row
-	ends  []int // ends[i]: the end of rows[i]'s value in arena
+	spans []span // spans[i]: rows[i]'s value in arena
 	arena []byte
 	ops   [][]byte
+}
+
+type span struct{ start, end int }
+
+func (c *mergeChain) reset() {
+	c.rows, c.spans, c.arena = c.rows[:0], c.spans[:0], c.arena[:0]
 }
 
 // add appends a copy of r (its key is left out). It reports whether the
 // chain is complete: r is a value row or a tombstone.
 func (c *mergeChain) add(r *format.Row) bool {
+	c.spans = append(c.spans, span{len(c.arena), len(c.arena) + len(r.Value)})
 	c.arena = append(c.arena, r.Value...)
-	c.ends = append(c.ends, len(c.arena))
 	row := *r
 	row.Key, row.Value = nil, nil
 	c.rows = append(c.rows, row)
 	return r.Flags&(format.FlagMerge|format.FlagDeadline) == 0
 }
 
-// resolve points the rows' values into the arena and folds the chain with
-// op. key names the key for the operator.
+// reverse turns a chain collected oldest first into newest first.
+func (c *mergeChain) reverse() {
+	slices.Reverse(c.rows)
+	slices.Reverse(c.spans)
+}
+
+// resolve points the rows' values into the arena and folds the chain
+// (newest first) with op. key names the key for the operator.
 func (c *mergeChain) resolve(key []byte, op MergeOperator) (format.Row, bool, error) {
 	if op == nil {
 		return format.Row{}, false, fmt.Errorf("%w: key %q has merge operands", ErrNoMergeOperator, key)
 	}
-	start := 0
 	for i := range c.rows {
 		c.rows[i].Key = key
-		c.rows[i].Value = c.arena[start:c.ends[i]:c.ends[i]]
-		start = c.ends[i]
+		sp := c.spans[i]
+		c.rows[i].Value = c.arena[sp.start:sp.end:sp.end]
 	}
 	r, ok, err := format.MergeChain(c.rows, merger{op}, c.ops)
 	r.Key = nil
@@ -71,4 +84,68 @@ func (db *DB) findMerged(rs *readState, key []byte, seq uint64) (format.Row, sst
 	}
 	r, ok, err := c.resolve(key, db.opts.MergeOperator)
 	return r, sstable.BlockRef{}, ok, err
+}
+
+// mergeForward resolves the versions of it.key from the merge's position
+// (an operand; d, when not nil, is a newer deadline row above it) down to
+// a value row or tombstone, where it leaves the merge, or to the key's
+// last version. ok is the merge's validity; an operator error is left in
+// it.err with found and ok false.
+func (it *Iterator) mergeForward(d *format.Row) (resolved format.Row, found, ok bool) {
+	c := &it.chain
+	c.reset()
+	if d != nil {
+		c.add(d)
+	}
+	for ok = true; ok; ok = it.m.Next() {
+		v := it.m.Row()
+		if !bytes.Equal(v.Key, it.key) || c.add(v) {
+			break
+		}
+	}
+	if err := it.m.Error(); err != nil {
+		it.err = err
+		return format.Row{}, false, false
+	}
+	r, found, err := c.resolve(it.key, it.db.opts.MergeOperator)
+	if err != nil {
+		it.err = err
+		return format.Row{}, false, false
+	}
+	return r, found, ok
+}
+
+// seedChain starts findPrev's chain from the state its versions of it.key
+// read so far give (live: valueBuf under expires and deadline), as the base
+// an operand folds onto.
+func (it *Iterator) seedChain(live bool) {
+	it.chain.reset()
+	if !live {
+		return
+	}
+	base := format.Row{Value: it.valueBuf}
+	if it.expires {
+		base.Flags, base.ExpireTS = format.FlagHasExpire, it.deadline
+	}
+	it.chain.add(&base)
+}
+
+// settleMerge resolves findPrev's chain (collected oldest first) into the
+// key's state: *live, valueBuf, expires and deadline. It reports false,
+// with it.err set, when the operator fails.
+func (it *Iterator) settleMerge(live *bool) bool {
+	it.hasMerge = false
+	it.chain.reverse()
+	r, ok, err := it.chain.resolve(it.key, it.db.opts.MergeOperator)
+	it.chain.reset()
+	if err != nil {
+		it.err = err
+		return false
+	}
+	*live = ok
+	if ok {
+		it.valueBuf = append(it.valueBuf[:0], r.Value...)
+		it.expires, it.deadline = r.HasExpiry(), r.ExpireTS
+	}
+	return true
 }

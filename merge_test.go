@@ -256,3 +256,107 @@ func TestAddAnswers(t *testing.T) {
 	}
 	wantCounter(t, db, "hot", workers*each, time.Time{})
 }
+
+// scanBoth returns key -> value as a forward and a backward scan of db
+// (or a snapshot) see them, failing if they differ.
+func scanBoth(t *testing.T, newIter func() (*Iterator, error)) map[string]string {
+	t.Helper()
+	fwd, bwd := map[string]string{}, map[string]string{}
+	var fk, bk []string
+	for _, dir := range []bool{true, false} {
+		it, err := newIter()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok := it.First()
+		if !dir {
+			ok = it.Last()
+		}
+		for ; ok; ok = map[bool]func() bool{true: it.Next, false: it.Prev}[dir]() {
+			if dir {
+				fwd[string(it.Key())] = string(it.Value())
+				fk = append(fk, string(it.Key()))
+			} else {
+				bwd[string(it.Key())] = string(it.Value())
+				bk = append([]string{string(it.Key())}, bk...)
+			}
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if strings.Join(fk, ",") != strings.Join(bk, ",") {
+		t.Fatalf("forward keys %v, backward %v", fk, bk)
+	}
+	for k, v := range fwd {
+		if bwd[k] != v {
+			t.Fatalf("key %q: forward %x, backward %x", k, v, bwd[k])
+		}
+	}
+	return fwd
+}
+
+// TestMergeIterator: iterators in both directions resolve counters as Get
+// does, with operands in the memtable, in tables, under a deadline row,
+// after an ended window, and at a snapshot.
+func TestMergeIterator(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openCounterDB(t, t.TempDir(), clk)
+	defer db.Close()
+	minute := ExpireAfter(time.Minute)
+	if err := db.Put([]byte("a"), []byte("plain")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put([]byte("b"), EncodeInt64(100)); err != nil {
+		t.Fatal(err)
+	}
+	addBlind(t, db, "b", 1, minute)
+	addBlind(t, db, "c", 2, ExpireAfter(time.Second))
+	addBlind(t, db, "d", 3, minute)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	addBlind(t, db, "b", 1, minute)
+	addBlind(t, db, "d", 4, minute)
+	if _, err := db.Expire([]byte("d"), ExpireAfter(time.Hour), ExpireAlways); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := db.NewSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	addBlind(t, db, "d", 10, minute)
+	addBlind(t, db, "e", 5, minute)
+	if err := db.Delete([]byte("e")); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Second) // c's window ends
+	want := map[string]string{"a": "plain", "b": string(EncodeInt64(102)), "d": string(EncodeInt64(17))}
+	check := func(stage string, got, want map[string]string) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: scan %q, want %q", stage, got, want)
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Fatalf("%s: %s = %x, want %x", stage, k, got[k], v)
+			}
+		}
+	}
+	check("db", scanBoth(t, func() (*Iterator, error) { return db.NewIter(nil) }), want)
+	for k, v := range want {
+		mustGet(t, db, k, v)
+	}
+	// The snapshot reads at its own clock, when c's window was open.
+	wantSnap := map[string]string{"a": "plain", "b": string(EncodeInt64(102)), "c": string(EncodeInt64(2)), "d": string(EncodeInt64(7))}
+	check("snapshot", scanBoth(t, func() (*Iterator, error) { return snap.NewIter(nil) }), wantSnap)
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("db compacted", scanBoth(t, func() (*Iterator, error) { return db.NewIter(nil) }), want)
+	check("snapshot compacted", scanBoth(t, func() (*Iterator, error) { return snap.NewIter(nil) }), wantSnap)
+}
