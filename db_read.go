@@ -192,17 +192,22 @@ func (db *DB) find(rs *readState, key []byte, seq uint64) (format.Row, sstable.B
 			return r, sstable.BlockRef{}, true, nil
 		}
 	}
+	return db.findInTables(rs, key, seq, 0)
+}
+
+// findInTables is find in the tables of levels from and below only.
+func (db *DB) findInTables(rs *readState, key []byte, seq uint64, from int) (format.Row, sstable.BlockRef, bool, error) {
 	// The tables the lookup may pass, in order; their loaded filters are
 	// probed together first (sstable/keyhash.go).
 	var buf [maxProbedTables]*tableFile
 	cands := buf[:0]
 	for _, t := range rs.v.levels[0] {
-		if t.Meta.SmallestSeq > seq || !t.Meta.Overlaps(key, key) {
+		if from > 0 || t.Meta.SmallestSeq > seq || !t.Meta.Overlaps(key, key) {
 			continue
 		}
 		cands = append(cands, t)
 	}
-	for l := 1; l < len(rs.v.levels); l++ {
+	for l := max(from, 1); l < len(rs.v.levels); l++ {
 		if t := rs.v.findInLevel(l, key); t != nil {
 			cands = append(cands, t)
 		}

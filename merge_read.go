@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/sstable"
 )
@@ -67,23 +68,68 @@ func (c *mergeChain) resolve(key []byte, op MergeOperator) (format.Row, bool, er
 // row's value is the caller's.
 func (db *DB) findMerged(rs *readState, key []byte, seq uint64) (format.Row, sstable.BlockRef, bool, error) {
 	var c mergeChain
+	if err := c.collect(key, seq, func(seq uint64) (format.Row, sstable.BlockRef, bool, error) {
+		return db.find(rs, key, seq)
+	}); err != nil {
+		return format.Row{}, sstable.BlockRef{}, false, err
+	}
+	r, ok, err := c.resolve(key, db.opts.MergeOperator)
+	return r, sstable.BlockRef{}, ok, err
+}
+
+// collect adds the versions of key that find returns, newest first from
+// seq, down to a value row, a tombstone or the oldest version.
+func (c *mergeChain) collect(key []byte, seq uint64, find func(seq uint64) (format.Row, sstable.BlockRef, bool, error)) error {
 	for {
-		r, ref, found, err := db.find(rs, key, seq)
-		if err != nil {
-			return format.Row{}, ref, false, err
-		}
-		if !found {
-			break
+		r, ref, found, err := find(seq)
+		if err != nil || !found {
+			ref.Release()
+			return err
 		}
 		done := c.add(&r)
 		ref.Release()
 		if done || r.Seq == 0 {
-			break
+			return nil
 		}
 		seq = r.Seq - 1
 	}
-	r, ok, err := c.resolve(key, db.opts.MergeOperator)
-	return r, sstable.BlockRef{}, ok, err
+}
+
+// beneathFunc is compaction.Config.Below.
+type beneathFunc = func(key []byte) (format.Row, bool, error)
+
+// stateBeneath returns a compaction.Config.Below that resolves a key in
+// the tables of rs from level `from` down, in commit order; nil without a
+// merge operator. A flush of the oldest memtable reads every table (all
+// older than it).
+func (db *DB) stateBeneath(rs *readState, from int) beneathFunc {
+	if db.opts.MergeOperator == nil {
+		return nil
+	}
+	return func(key []byte) (format.Row, bool, error) {
+		var c mergeChain
+		if err := c.collect(key, format.MaxSeq, func(seq uint64) (format.Row, sstable.BlockRef, bool, error) {
+			return db.findInTables(rs, key, seq, from)
+		}); err != nil || len(c.rows) == 0 {
+			return format.Row{}, false, err
+		}
+		return c.resolve(key, db.opts.MergeOperator)
+	}
+}
+
+// compactionBeneath is stateBeneath for compaction p: the levels below its
+// output, which hold only data older than its inputs. A compaction with a
+// level-0 input gets none (an older level-0 table outside it may overlap).
+func (db *DB) compactionBeneath(rs *readState, p *compaction.Pick) beneathFunc {
+	if p.Bottom {
+		return nil
+	}
+	for _, in := range p.Inputs {
+		if in.Level == 0 {
+			return nil
+		}
+	}
+	return db.stateBeneath(rs, p.OutputLevel+1)
 }
 
 // mergeForward resolves the versions of it.key from the merge's position

@@ -79,6 +79,13 @@ type Config struct {
 	// Merger folds merge operands (rules 6 to 8); nil: an input holding an
 	// operand fails the iterator.
 	Merger format.Merger
+	// Below returns the state of key in the data beneath the output, all of
+	// it older than the input, resolved in commit order
+	// (format.MergeChain): a value row under its deadline, or ok false
+	// when the key has none there. It is asked only for a key whose oldest
+	// versions in the input are operands without a base, so that they fold
+	// (rule 8) instead of staying apart. nil: the state beneath is unknown.
+	Below func(key []byte) (r format.Row, ok bool, err error)
 }
 
 // Decision is a filter's verdict on a row.
@@ -450,7 +457,7 @@ func (c *Iterator) mergeKey(held *format.Row) bool {
 		c.mrows[i].Value = c.arena[end-n : end : end]
 		end -= n
 	}
-	rows, err := foldVersions(c.mrows, c.stripe, c.cfg.Bottom, c.cfg.Merger, &c.stats)
+	rows, err := foldVersions(c.mrows, c.stripe, c.cfg.Bottom, c.cfg.Below, c.cfg.Merger, &c.stats)
 	if err != nil {
 		c.err = err
 		c.inValid, c.reread = false, false

@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/mayflydb/mayfly/format"
 )
@@ -15,7 +16,8 @@ import (
 //     down to its first value row or tombstone (the base); versions of the
 //     stripe below the base are shadowed (rule 1).
 //   - Rule 8: when the stripe holds its base, or it is the input's oldest
-//     stripe at the bottom (nothing lies beneath), those versions fold
+//     stripe and the state beneath the output is known (at the bottom
+//     nothing lies beneath; else Config.Below reads it), those versions fold
 //     (format.MergeChain) into one value row under the window's deadline
 //     (a tombstone when the key is absent), at the newest's sequence
 //     number. The row then follows rules 2 and 3 like any other.
@@ -38,7 +40,7 @@ import (
 // first (the newest is an operand or a deadline row; the slice holds every
 // version the input has of the key from there down), stripe giving each
 // sequence number's stripe. st counts what it did.
-func foldVersions(rows []format.Row, stripe func(uint64) int, bottom bool, m format.Merger, st *Stats) ([]format.Row, error) {
+func foldVersions(rows []format.Row, stripe func(uint64) int, bottom bool, beneath func([]byte) (format.Row, bool, error), m format.Merger, st *Stats) ([]format.Row, error) {
 	// Cut rows into stripes, newest first.
 	var groups [][]format.Row
 	for i := 0; i < len(rows); {
@@ -61,6 +63,20 @@ func foldVersions(rows []format.Row, stripe func(uint64) int, bottom bool, m for
 				break
 			}
 		}
+	}
+	// The oldest group without a base takes the state beneath the output
+	// as its base when Config.Below knows it.
+	if last := len(groups) - 1; !based[last] && !bottom && beneath != nil {
+		base, ok, err := beneath(rows[0].Key)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			base = format.Row{Key: rows[0].Key, Flags: format.FlagTombstone}
+		}
+		base.Key = rows[0].Key
+		chains[last] = append(slices.Clip(chains[last]), base)
+		based[last] = true
 	}
 	// The window state beneath each group, oldest first: known when an
 	// older group reaches a base, or at the bottom.
