@@ -70,6 +70,24 @@ func TestIteratorMergeRules(t *testing.T) {
 			stats: Stats{RowsIn: 2, MergesFolded: 1, ExpiredDropped: 1},
 		},
 		{
+			name: "rule 8: operands fold onto the state beneath the output (Below)",
+			in:   []format.Row{mop("a", 3, 300, 1300, 2), mop("a", 2, 200, 1200, 1)},
+			cfg: Config{Now: now, Below: func(k []byte) (format.Row, bool, error) {
+				return format.Row{Key: k, Seq: 1, Flags: ttlFlags, TS: 5, ExpireTS: 5000, Value: num(10)}, true, nil
+			}},
+			want:  []format.Row{counter("a", 3, 300, 5000, 13)},
+			stats: Stats{RowsIn: 2, RowsOut: 1, MergesFolded: 1},
+		},
+		{
+			name: "rule 8: with nothing beneath (Below), operands fold from nothing",
+			in:   []format.Row{mop("a", 3, 300, 1300, 2), mop("a", 2, 200, 1200, 1)},
+			cfg: Config{Now: now, Below: func(k []byte) (format.Row, bool, error) {
+				return format.Row{}, false, nil
+			}},
+			want:  []format.Row{counter("a", 3, 300, 1200, 3)},
+			stats: Stats{RowsIn: 2, RowsOut: 1, MergesFolded: 1},
+		},
+		{
 			name:  "rule 6: without the base, operands of one millisecond combine, others stay",
 			in:    []format.Row{mop("a", 4, 300, 1300, 4), mop("a", 3, 200, 1200, 2), mop("a", 2, 200, 1200, 1)},
 			cfg:   Config{Now: now},

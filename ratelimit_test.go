@@ -1,0 +1,53 @@
+package mayfly
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mayflydb/mayfly/clock"
+)
+
+// TestSlidingWindow: the estimate is the current window's count plus the
+// previous window's weighted by the part of it still inside the sliding
+// window; a window two back no longer counts.
+func TestSlidingWindow(t *testing.T) {
+	start := epoch.Truncate(time.Minute)
+	clk := clock.NewManual(start)
+	db := openCounterDB(t, t.TempDir(), clk)
+	defer db.Close()
+	key := []byte("api:ada")
+	for range 4 {
+		if _, _, err := SlidingWindow(db, key, 10, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 15 s into the next window: 4 * 45/60 = 3, plus this request.
+	clk.Set(start.Add(75 * time.Second))
+	ok, est, err := SlidingWindow(db, key, 10, time.Minute)
+	if err != nil || !ok || est != 4 {
+		t.Fatalf("estimate %v (allowed %v, %v), want 4", est, ok, err)
+	}
+	// Over the limit within one window.
+	for range 6 {
+		if _, _, err := SlidingWindow(db, key, 10, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok, est, err = SlidingWindow(db, key, 10, time.Minute)
+	if err != nil || ok || est != 11 {
+		t.Fatalf("estimate %v (allowed %v, %v), want 11 and refused", est, ok, err)
+	}
+	// Two windows later only the new request counts.
+	clk.Set(start.Add(3 * time.Minute))
+	ok, est, err = SlidingWindow(db, key, 10, time.Minute)
+	if err != nil || !ok || est != 1 {
+		t.Fatalf("estimate %v (allowed %v, %v), want 1", est, ok, err)
+	}
+	if _, _, err := SlidingWindow(db, key, 10, 0); !errors.Is(err, ErrInvalidTTL) {
+		t.Fatalf("zero window: %v", err)
+	}
+	if _, _, err := FixedWindow(db, key, 10, 0); !errors.Is(err, ErrInvalidTTL) {
+		t.Fatalf("zero window: %v", err)
+	}
+}
