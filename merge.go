@@ -42,6 +42,17 @@ var (
 	Int64Min MergeOperator = int64Op{name: "mayfly.Int64Min", fold: func(a, b int64) int64 { return min(a, b) }}
 )
 
+// BuiltinMergeOperator returns the built-in operator named name (Int64Add,
+// Int64Max or Int64Min by their Name); ok is false for any other name.
+func BuiltinMergeOperator(name string) (op MergeOperator, ok bool) {
+	for _, op := range []MergeOperator{Int64Add, Int64Max, Int64Min} {
+		if op.Name() == name {
+			return op, true
+		}
+	}
+	return nil, false
+}
+
 // EncodeInt64 returns the 8-byte little-endian form of n that the Int64
 // operators read and write.
 func EncodeInt64(n int64) []byte { return binary.LittleEndian.AppendUint64(nil, uint64(n)) }
