@@ -73,6 +73,9 @@ type Iterator struct {
 	// (merge_read.go); hasMerge: findPrev's chain holds one.
 	chain    mergeChain
 	hasMerge bool
+	// ahead: moving forward, the merge is already past the current key
+	// (mergeForward read to its last version), so Next must not advance.
+	ahead bool
 }
 
 // rowsReadBatch is how many returned rows an iterator counts locally
@@ -249,7 +252,9 @@ func (it *Iterator) Next() bool {
 	if !it.valid || !it.begin() {
 		return false
 	}
-	if it.forward {
+	if it.forward && it.ahead {
+		it.ahead = false // the merge already left the current key
+	} else if it.forward {
 		it.m.Next()
 	} else {
 		// The merge sits before the current key; step back onto it.
@@ -276,6 +281,7 @@ func (it *Iterator) Prev() bool {
 func (it *Iterator) findNext(skipCurrent bool) bool {
 	it.forward = true
 	it.valid = false
+	it.ahead = false
 	skipping := skipCurrent
 	ok := it.m.Valid()
 	for ok {
@@ -297,16 +303,17 @@ func (it *Iterator) findNext(skipCurrent bool) bool {
 				if it.err != nil {
 					return false
 				}
+				it.ahead = false
 				continue // the merge is already past the key's versions
 			}
 		}
 		if !row.HasValue() {
-			ok = it.m.Next()
+			ok = it.skipKey()
 			continue
 		}
 		if row.ExpiredAt(it.now) {
 			it.db.metrics.expiredOnRead.Add(1)
-			ok = it.m.Next()
+			ok = it.skipKey()
 			continue
 		}
 		it.value = row.Value
@@ -317,6 +324,16 @@ func (it *Iterator) findNext(skipCurrent bool) bool {
 	}
 	it.err = it.m.Error()
 	return false
+}
+
+// skipKey moves the merge on from a key findNext does not return: to its
+// next row, unless mergeForward already left the key (it.ahead).
+func (it *Iterator) skipKey() bool {
+	if it.ahead {
+		it.ahead = false
+		return it.m.Valid()
+	}
+	return it.m.Next()
 }
 
 // resolveForward reads on from deadline row d (at the merge's position) to

@@ -134,9 +134,9 @@ func (db *DB) compactionBeneath(rs *readState, p *compaction.Pick) beneathFunc {
 
 // mergeForward resolves the versions of it.key from the merge's position
 // (an operand; d, when not nil, is a newer deadline row above it) down to
-// a value row or tombstone, where it leaves the merge, or to the key's
-// last version. ok is the merge's validity; an operator error is left in
-// it.err with found and ok false.
+// a value row or tombstone, where it leaves the merge, or past the key's
+// last version (it.ahead: at the next key or the end). ok is the merge's
+// validity; an operator error is left in it.err with found and ok false.
 func (it *Iterator) mergeForward(d *format.Row) (resolved format.Row, found, ok bool) {
 	c := &it.chain
 	c.reset()
@@ -145,10 +145,15 @@ func (it *Iterator) mergeForward(d *format.Row) (resolved format.Row, found, ok 
 	}
 	for ok = true; ok; ok = it.m.Next() {
 		v := it.m.Row()
-		if !bytes.Equal(v.Key, it.key) || c.add(v) {
+		if !bytes.Equal(v.Key, it.key) {
+			it.ahead = true
+			break
+		}
+		if c.add(v) {
 			break
 		}
 	}
+	it.ahead = it.ahead || !ok
 	if err := it.m.Error(); err != nil {
 		it.err = err
 		return format.Row{}, false, false
