@@ -28,14 +28,27 @@ func (c *mergeChain) reset() {
 }
 
 // add appends a copy of r (its key is left out). It reports whether the
-// chain is complete: r is a value row or a tombstone.
+// chain is complete: r is a value row or a tombstone. A row with the
+// sequence number of the last one added is the key's state at that number
+// met twice: a memtable and the table it was flushed to can both be in one
+// read state, and the flush may have folded the operand into a value row
+// at the operand's sequence number. An operand met again is not added (it
+// must count once); a value row or tombstone replaces the row met first,
+// as it already holds everything beneath.
 func (c *mergeChain) add(r *format.Row) bool {
+	base := r.Flags&(format.FlagMerge|format.FlagDeadline) == 0
+	if n := len(c.rows); n > 0 && c.rows[n-1].Seq == r.Seq {
+		if !base {
+			return false
+		}
+		c.rows, c.spans = c.rows[:n-1], c.spans[:n-1]
+	}
 	c.spans = append(c.spans, span{len(c.arena), len(c.arena) + len(r.Value)})
 	c.arena = append(c.arena, r.Value...)
 	row := *r
 	row.Key, row.Value = nil, nil
 	c.rows = append(c.rows, row)
-	return r.Flags&(format.FlagMerge|format.FlagDeadline) == 0
+	return base
 }
 
 // reverse turns a chain collected oldest first into newest first.
@@ -174,7 +187,7 @@ func (it *Iterator) seedChain(live bool) {
 	if !live {
 		return
 	}
-	base := format.Row{Value: it.valueBuf}
+	base := format.Row{Seq: ^uint64(0), Value: it.valueBuf} // no row's seq
 	if it.expires {
 		base.Flags, base.ExpireTS = format.FlagHasExpire, it.deadline
 	}

@@ -435,11 +435,19 @@ func (c *Iterator) mergeKey(held *format.Row) bool {
 		c.mrows = append(c.mrows, *held)
 	}
 	for {
+		// A state met twice at one sequence number (two inputs) counts
+		// once; a value row or tombstone takes the place of an operand.
 		r := c.in.Row()
-		c.arena = append(c.arena, r.Value...)
-		row := *r
-		row.Key, row.Value = c.curKey, c.arena[len(c.arena)-len(r.Value):]
-		c.mrows = append(c.mrows, row)
+		if n := len(c.mrows); n > 0 && c.mrows[n-1].Seq == r.Seq && r.Flags&(format.FlagMerge|format.FlagDeadline) == 0 {
+			c.arena = c.arena[:len(c.arena)-len(c.mrows[n-1].Value)]
+			c.mrows = c.mrows[:n-1]
+		}
+		if n := len(c.mrows); n == 0 || c.mrows[n-1].Seq != r.Seq {
+			c.arena = append(c.arena, r.Value...)
+			row := *r
+			row.Key, row.Value = c.curKey, c.arena[len(c.arena)-len(r.Value):]
+			c.mrows = append(c.mrows, row)
+		}
 		c.inValid = c.in.Next()
 		c.stats.RowsIn += b2u(c.inValid)
 		if !c.inValid || string(c.in.Row().Key) != string(c.curKey) {

@@ -57,6 +57,20 @@ func TestIteratorMergeRules(t *testing.T) {
 			stats: Stats{RowsIn: 4, RowsOut: 1, MergesFolded: 1, ShadowedDropped: 1},
 		},
 		{
+			name:  "rule 8: a version met twice (two inputs) counts once",
+			in:    []format.Row{mop("a", 3, 300, 1300, 2), mop("a", 3, 300, 1300, 2), mop("a", 2, 200, 1200, 1)},
+			cfg:   Config{Now: now, Bottom: true},
+			want:  []format.Row{counter("a", 3, 300, 1200, 3)},
+			stats: Stats{RowsIn: 3, RowsOut: 1, MergesFolded: 1},
+		},
+		{
+			name:  "rule 8: a value row at an operand's sequence number (a folded twin) takes its place",
+			in:    []format.Row{mop("a", 4, 400, 1400, 5), mop("a", 3, 300, 1300, 2), counter("a", 3, 300, 1200, 30), mop("a", 2, 200, 1200, 1)},
+			cfg:   Config{Now: now},
+			want:  []format.Row{counter("a", 4, 400, 1200, 35)},
+			stats: Stats{RowsIn: 4, RowsOut: 1, MergesFolded: 1, ShadowedDropped: 1},
+		},
+		{
 			name:  "rule 8: at the bottom operands fold from nothing under the first one's deadline",
 			in:    []format.Row{mop("a", 3, 300, 1300, 2), mop("a", 2, 200, 1200, 1)},
 			cfg:   Config{Now: now, Bottom: true},

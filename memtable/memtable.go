@@ -221,8 +221,8 @@ func (m *Memtable) noteExpiry(r *format.Row) {
 			m.deadlineMinTS = r.TS
 		}
 	}
-	if !r.HasExpiry() || r.IsTombstone() {
-		return
+	if !r.HasExpiry() || r.IsTombstone() || r.IsMerge() {
+		return // an operand's expire_ts is a window's deadline, not its expiry
 	}
 	ts := r.ExpireTS // a row without a commit time counts as written at its deadline
 	if r.Flags&format.FlagHasTS != 0 {
