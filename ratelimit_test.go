@@ -51,3 +51,28 @@ func TestSlidingWindow(t *testing.T) {
 		t.Fatalf("zero window: %v", err)
 	}
 }
+
+// TestFixedWindow: requests within the limit are allowed, the ones over it
+// refused and counted; the window's end is fixed by its first request, and
+// the next request after it starts a new window.
+func TestFixedWindow(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openCounterDB(t, t.TempDir(), clk)
+	defer db.Close()
+	key := []byte("api:ada")
+	for i := int64(1); i <= 5; i++ {
+		ok, n, err := FixedWindow(db, key, 3, time.Minute)
+		if err != nil || n != i || ok != (i <= 3) {
+			t.Fatalf("request %d: allowed %v, count %d, %v", i, ok, n, err)
+		}
+		clk.Advance(10 * time.Second)
+	}
+	clk.Set(epoch.Add(time.Minute)) // the window's last millisecond
+	if ok, n, err := FixedWindow(db, key, 3, time.Minute); err != nil || ok || n != 6 {
+		t.Fatalf("at the window's end: allowed %v, count %d, %v", ok, n, err)
+	}
+	clk.Advance(time.Millisecond)
+	if ok, n, err := FixedWindow(db, key, 3, time.Minute); err != nil || !ok || n != 1 {
+		t.Fatalf("in the next window: allowed %v, count %d, %v", ok, n, err)
+	}
+}
