@@ -3,6 +3,7 @@ package mayfly
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -509,5 +510,44 @@ func TestMergeIteratorSkipsEndedWindow(t *testing.T) {
 	got := scanBoth(t, func() (*Iterator, error) { return db.NewIter(nil) })
 	if len(got) != 1 || got["b"] != string(EncodeInt64(5)) {
 		t.Fatalf("scan %q, want only b=5", got)
+	}
+}
+
+// TestMergeNoPeriodicCompactionLoop: a table whose expired value an operand
+// above still joins (its window is the value's) is not rewritten by
+// periodic compaction again and again: compaction goes idle, and the
+// counter reads as its window says.
+func TestMergeNoPeriodicCompactionLoop(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openTestDB(t, t.TempDir(), clk, func(o *Options) {
+		o.MergeOperator = Int64Add
+		o.PeriodicCompactionInterval = time.Second
+	})
+	defer db.Close()
+	ctx := context.Background()
+	for i := range 20 {
+		if err := db.PutTTL(fmt.Appendf(nil, "k%02d", i), EncodeInt64(1), ExpireAfter(10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(5 * time.Second)
+	for i := range 20 {
+		addBlind(t, db, fmt.Sprintf("k%02d", i), 1, ExpireAfter(time.Hour))
+	}
+	wantCounter(t, db, "k07", 2, epoch.Add(10*time.Second))
+	clk.Advance(20 * time.Second) // the window (the value's) has ended
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.WaitForCompactions(wctx); err != nil {
+		t.Fatalf("WaitForCompactions: %v (compactions so far: %d)", err, db.Metrics().Compactions)
+	}
+	if _, _, ok := counterOf(t, db, "k07"); ok {
+		t.Fatal("a counter whose window ended is read")
 	}
 }

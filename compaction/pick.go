@@ -314,9 +314,15 @@ func pickPeriodic(v *Levels, o *PickerOptions, env *Env) *Pick {
 		ts    int64
 	}
 	for l := range v {
-		for _, t := range v[l] {
+		for i, t := range v[l] {
 			ts, ok := ReclaimTS(t.Meta)
 			if !ok || t.Compacting || ts > env.Now-o.PeriodicIntervalMillis {
+				continue
+			}
+			if deadlineReaches(v, l, i, env) {
+				// A deadline row or merge operand above may need its
+				// expired rows: a rewrite would keep them, and the table
+				// would stay due (as for pickExpired).
 				continue
 			}
 			if env.OldestSnapshotTime != 0 && t.Meta.CompactedTime >= env.OldestSnapshotTime {
