@@ -154,7 +154,7 @@ func (db *DB) findResolved(rs *readState, key []byte, seq uint64) (format.Row, s
 	}
 	if r.IsMerge() {
 		ref.Release()
-		return db.findMerged(rs, key, seq)
+		return db.findMerged(rs, key, seq, r.Seq)
 	}
 	d := r
 	d.Key = nil
@@ -170,7 +170,7 @@ func (db *DB) findResolved(rs *readState, key []byte, seq uint64) (format.Row, s
 		}
 		if r.IsMerge() {
 			ref.Release()
-			return db.findMerged(rs, key, seq)
+			return db.findMerged(rs, key, seq, d.Seq)
 		}
 		if !r.IsDeadline() {
 			v, ok := format.Resolve(&d, &r)

@@ -373,6 +373,7 @@ func (it *Iterator) findPrev() bool {
 	it.valid = false
 	it.hasMerge = false
 	started := false // it.key names the key whose versions are being read
+	var lastSeq uint64 // the sequence number of the last version read of it.key
 	live := false    // that key has a value: valueBuf, expires, deadline
 	have := func() bool { return live && !(it.expires && it.deadline < it.now) }
 	for ok := it.m.Valid(); ok; ok = it.m.Prev() {
@@ -396,12 +397,15 @@ func (it *Iterator) findPrev() bool {
 			started, live = true, false
 			it.key = append(it.key[:0], r.Key...)
 			it.chain.reset()
+			lastSeq = ^uint64(0)
 		}
 		if !it.hasMerge && r.IsMerge() {
 			// The versions read so far are the chain's base and what
-			// lies on it.
-			it.seedChain(live)
+			// lies on it, as of the last one's sequence number (an
+			// operand with that number is a twin it already holds).
+			it.seedChain(live, lastSeq)
 		}
+		lastSeq = r.Seq
 		if r.IsMerge() || it.hasMerge {
 			// A chain with operands: resolved when the key ends.
 			if r.Flags&(format.FlagMerge|format.FlagDeadline) == 0 {

@@ -211,6 +211,9 @@ func (db *DB) checkMergeOperator(recorded string) error {
 		return fmt.Errorf("%w: the database records merge operator %q, Options.MergeOperator is %q", ErrMergeOperator, recorded, opt)
 	}
 	db.mergeName = opt
+	if opt != "" && db.mergeCache == nil {
+		db.mergeCache = newMergeCache()
+	}
 	return nil
 }
 

@@ -78,15 +78,30 @@ func (c *mergeChain) resolve(key []byte, op MergeOperator) (format.Row, bool, er
 // or the bottom and folds them by the rules of RFC 0010 (format.MergeChain).
 // found is false when the key has no value in commit order; the caller
 // judges the deadline of the row returned at its own time (rule 4). The
-// row's value is the caller's.
-func (db *DB) findMerged(rs *readState, key []byte, seq uint64) (format.Row, sstable.BlockRef, bool, error) {
+// row's value is the caller's, or the cache's (never to be modified).
+// newest is the sequence number of the newest version visible at seq.
+func (db *DB) findMerged(rs *readState, key []byte, seq, newest uint64) (format.Row, sstable.BlockRef, bool, error) {
+	cached := db.mergeCache.get(key)
+	if cached != nil && newest == cached.seq {
+		// Nothing newer than the remembered state: it is the answer.
+		return cached.row(), sstable.BlockRef{}, cached.live, nil
+	}
 	var c mergeChain
 	if err := c.collect(key, seq, func(seq uint64) (format.Row, sstable.BlockRef, bool, error) {
-		return db.find(rs, key, seq)
+		r, ref, found, err := db.find(rs, key, seq)
+		if found && cached != nil && r.Seq == cached.seq {
+			// The state remembered at this version (merge_cache.go).
+			ref.Release()
+			return cached.row(), sstable.BlockRef{}, true, nil
+		}
+		return r, ref, found, err
 	}); err != nil {
 		return format.Row{}, sstable.BlockRef{}, false, err
 	}
 	r, ok, err := c.resolve(key, db.opts.MergeOperator)
+	if err == nil && len(c.rows) >= mergeCacheMin {
+		db.mergeCache.put(key, c.rows[0].Seq, &r, ok)
+	}
 	return r, sstable.BlockRef{}, ok, err
 }
 
@@ -181,13 +196,13 @@ func (it *Iterator) mergeForward(d *format.Row) (resolved format.Row, found, ok 
 
 // seedChain starts findPrev's chain from the state its versions of it.key
 // read so far give (live: valueBuf under expires and deadline), as the base
-// an operand folds onto.
-func (it *Iterator) seedChain(live bool) {
+// an operand folds onto, at seq, the last version's sequence number.
+func (it *Iterator) seedChain(live bool, seq uint64) {
 	it.chain.reset()
 	if !live {
 		return
 	}
-	base := format.Row{Seq: ^uint64(0), Value: it.valueBuf} // no row's seq
+	base := format.Row{Seq: seq, Value: it.valueBuf}
 	if it.expires {
 		base.Flags, base.ExpireTS = format.FlagHasExpire, it.deadline
 	}
