@@ -372,9 +372,9 @@ func (it *Iterator) findPrev() bool {
 	it.forward = false
 	it.valid = false
 	it.hasMerge = false
-	started := false // it.key names the key whose versions are being read
+	started := false   // it.key names the key whose versions are being read
 	var lastSeq uint64 // the sequence number of the last version read of it.key
-	live := false    // that key has a value: valueBuf, expires, deadline
+	live := false      // that key has a value: valueBuf, expires, deadline
 	have := func() bool { return live && !(it.expires && it.deadline < it.now) }
 	for ok := it.m.Valid(); ok; ok = it.m.Prev() {
 		r := it.m.Row()
