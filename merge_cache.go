@@ -87,12 +87,10 @@ func (c *mergeCache) get(key []byte) *mergeState {
 }
 
 // put remembers the state r (ok false: absent) of key at version seq,
-// copying the value, unless a newer state is remembered already. A full
-// shard forgets an arbitrary key first.
-func (c *mergeCache) put(key []byte, seq uint64, r *format.Row, ok bool) {
-	if c == nil {
-		return
-	}
+// copying the value, unless a newer state is remembered already, and
+// returns the copy (immutable; nil when absent). A full shard forgets an
+// arbitrary key first.
+func (c *mergeCache) put(key []byte, seq uint64, r *format.Row, ok bool) []byte {
 	s := &mergeState{seq: seq, live: ok}
 	if ok {
 		s.value = append([]byte(nil), r.Value...)
@@ -102,7 +100,7 @@ func (c *mergeCache) put(key []byte, seq uint64, r *format.Row, ok bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if old := sh.m[string(key)]; old != nil && old.seq >= seq {
-		return
+		return s.value
 	}
 	if sh.m == nil {
 		sh.m = make(map[string]*mergeState)
@@ -114,4 +112,5 @@ func (c *mergeCache) put(key []byte, seq uint64, r *format.Row, ok bool) {
 		}
 	}
 	sh.m[string(key)] = s
+	return s.value
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/format"
@@ -68,6 +69,9 @@ func (c *mergeChain) resolve(key []byte, op MergeOperator) (format.Row, bool, er
 		sp := c.spans[i]
 		c.rows[i].Value = c.arena[sp.start:sp.end:sp.end]
 	}
+	if cap(c.ops) < len(c.rows) {
+		c.ops = make([][]byte, 0, 2*len(c.rows)) // MergeChain's operand list fits
+	}
 	r, ok, err := format.MergeChain(c.rows, merger{op}, c.ops)
 	r.Key = nil
 	return r, ok, err
@@ -86,7 +90,8 @@ func (db *DB) findMerged(rs *readState, key []byte, seq, newest uint64) (format.
 		// Nothing newer than the remembered state: it is the answer.
 		return cached.row(), sstable.BlockRef{}, cached.live, nil
 	}
-	var c mergeChain
+	c := chainPool.Get().(*mergeChain)
+	defer c.release()
 	if err := c.collect(key, seq, func(seq uint64) (format.Row, sstable.BlockRef, bool, error) {
 		r, ref, found, err := db.find(rs, key, seq)
 		if found && cached != nil && r.Seq == cached.seq {
@@ -99,10 +104,33 @@ func (db *DB) findMerged(rs *readState, key []byte, seq, newest uint64) (format.
 		return format.Row{}, sstable.BlockRef{}, false, err
 	}
 	r, ok, err := c.resolve(key, db.opts.MergeOperator)
-	if err == nil && len(c.rows) >= mergeCacheMin {
-		db.mergeCache.put(key, c.rows[0].Seq, &r, ok)
+	if err != nil {
+		return format.Row{}, sstable.BlockRef{}, false, err
 	}
-	return r, sstable.BlockRef{}, ok, err
+	if len(c.rows) >= mergeCacheMin && db.mergeCache != nil {
+		// The cache's copy of the value is the answer: the chain's arena
+		// goes back to the pool.
+		r.Value = db.mergeCache.put(key, c.rows[0].Seq, &r, ok)
+	} else if ok {
+		r.Value = bytes.Clone(r.Value)
+	}
+	return r, sstable.BlockRef{}, ok, nil
+}
+
+// chainPool recycles the chains point reads collect.
+var chainPool = sync.Pool{New: func() any { return new(mergeChain) }}
+
+// maxPooledChain bounds the arena of a chain kept for reuse.
+const maxPooledChain = 64 << 10
+
+// release empties c and returns it to chainPool, unless it grew large.
+func (c *mergeChain) release() {
+	if cap(c.arena) > maxPooledChain {
+		return
+	}
+	c.reset()
+	clear(c.ops[:cap(c.ops)])
+	chainPool.Put(c)
 }
 
 // collect adds the versions of key that find returns, newest first from
