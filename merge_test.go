@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -390,30 +388,15 @@ func BenchmarkMergeBlind(b *testing.B) {
 func BenchmarkAdd(b *testing.B) {
 	db := openBenchDB(b, func(o *Options) { o.MergeOperator = Int64Add })
 	ttl := ExpireAfter(time.Minute)
-	const workers = 4
 	b.ReportAllocs()
 	cpu := startCPU()
-	var next atomic.Uint64
-	n := uint64(b.N)
-	var wg sync.WaitGroup
 	b.ResetTimer()
-	for range workers {
-		wg.Go(func() {
-			k := make([]byte, benchKeySize)
-			for {
-				i := next.Add(1) - 1
-				if i >= n {
-					return
-				}
-				benchKey(k, i%10_000)
-				if _, err := db.Add(k, 1, ttl); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	runFour(b, b.N, func(i int) error {
+		var k [benchKeySize]byte
+		benchKey(k[:], uint64(i%10_000))
+		_, err := db.Add(k[:], 1, ttl)
+		return err
+	})
 	b.StopTimer()
 	cpu.report(b)
 }
