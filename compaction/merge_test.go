@@ -2,6 +2,9 @@ package compaction
 
 import (
 	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/mayflydb/mayfly/format"
@@ -171,4 +174,135 @@ func TestIteratorMergeNeedsOperator(t *testing.T) {
 	if ci.Error() == nil {
 		t.Fatal("no error for an operand without a merge operator")
 	}
+}
+
+// TestIteratorMergeRandomized: for random versions of one key (values,
+// tombstones, deadline rows and operands with random TTLs, commit times
+// rising with sequence numbers), random snapshots, compaction time, bottom
+// or a state beneath (known to the compaction through Below, or not), every
+// reader the compaction must serve (at each snapshot and at the latest
+// state, at any time from Now on) resolves the output as it resolves the
+// input.
+func TestIteratorMergeRandomized(t *testing.T) {
+	iters := 20000
+	if testing.Short() {
+		iters = 3000
+	}
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0x3e29e))
+	for i := range iters {
+		in, cfg, below := genMergeCase(rng)
+		out, _ := drain(t, newScratchIter(in), cfg)
+		reads := append(slices.Clone(cfg.Snapshots), format.MaxSeq)
+		for _, s := range reads {
+			for _, at := range []int64{cfg.Now, cfg.Now + 50, cfg.Now + 400, cfg.Now + 1 << 40} {
+				want := readState(t, in, below, s, at)
+				got := readState(t, out, below, s, at)
+				if got != want {
+					t.Fatalf("case %d (seed %d): read at seq %d, time %d: output %q, input %q\ncfg %+v below %v\ninput:\n%soutput:\n%s",
+						i, seed, s, at, got, want, cfg, below != nil, fmtRows(in), fmtRows(out))
+				}
+			}
+		}
+	}
+}
+
+// genMergeCase returns the versions of key "a" (newest first), the config
+// and the state beneath the input a reader sees (nil: nothing).
+func genMergeCase(rng *rand.Rand) ([]format.Row, Config, *format.Row) {
+	n := 1 + rng.IntN(10)
+	var below *format.Row
+	bottom := rng.IntN(3) == 0
+	if !bottom && rng.IntN(2) == 0 {
+		b := format.Row{Key: []byte("a"), Seq: 1, Flags: format.FlagHasTS, TS: 0, Value: num(int64(rng.IntN(100)))}
+		if rng.IntN(2) == 0 {
+			b.Flags |= format.FlagHasExpire
+			b.ExpireTS = int64(rng.IntN(600))
+		}
+		below = &b
+	}
+	// Oldest first, so that deadline rows go only onto a live state.
+	var rows []format.Row
+	ts := int64(0)
+	w := format.Window{}
+	if below != nil {
+		w = format.WindowOf([]format.Row{*below}, format.Window{})
+	}
+	for i := range n {
+		ts += int64(rng.IntN(150))
+		r := format.Row{Key: []byte("a"), Seq: uint64(10 + i), Flags: format.FlagHasTS, TS: ts}
+		ttl := func() {
+			if rng.IntN(3) > 0 {
+				r.Flags |= format.FlagHasExpire
+				r.ExpireTS = ts + int64(rng.IntN(400)) - 50
+			}
+		}
+		switch k := rng.IntN(10); {
+		case k < 5:
+			r.Flags |= format.FlagMerge
+			r.Value = num(int64(1 + rng.IntN(9)))
+			ttl()
+		case k < 7:
+			r.Value = num(int64(100 + rng.IntN(100)))
+			ttl()
+		case k < 8:
+			r.Flags |= format.FlagTombstone
+		default:
+			if !w.Live || w.Expired(ts) {
+				r.Flags |= format.FlagTombstone
+				break
+			}
+			r.Flags |= format.FlagDeadline
+			ttl()
+		}
+		rows = append(rows, r)
+		w = format.WindowOf(rows[len(rows)-1:], w)
+	}
+	slices.Reverse(rows)
+	cfg := Config{Now: ts/2 + int64(rng.IntN(int(ts/2)+200)), Bottom: bottom, Merger: sumMerger{}}
+	for _, r := range rows {
+		if rng.IntN(4) == 0 {
+			cfg.Snapshots = append(cfg.Snapshots, r.Seq)
+		}
+	}
+	slices.Sort(cfg.Snapshots)
+	if below != nil && rng.IntN(2) == 0 {
+		b := *below
+		cfg.Below = func([]byte) (format.Row, bool, error) { return b, true, nil }
+	} else if below == nil && !bottom && rng.IntN(2) == 0 {
+		cfg.Below = func([]byte) (format.Row, bool, error) { return format.Row{}, false, nil }
+	}
+	return rows, cfg, below
+}
+
+// readState is what a reader at sequence number seq and time at sees of
+// key "a" in rows (newest first) over the state beneath: the count and
+// deadline, or "absent".
+func readState(t *testing.T, rows []format.Row, below *format.Row, seq uint64, at int64) string {
+	t.Helper()
+	var chain []format.Row
+	for _, r := range rows {
+		if r.Seq <= seq {
+			chain = append(chain, r)
+		}
+	}
+	if below != nil {
+		chain = append(chain, *below)
+	}
+	if len(chain) == 0 {
+		return "absent"
+	}
+	r, ok, err := format.MergeChain(chain, sumMerger{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok || r.ExpiredAt(at) {
+		return "absent"
+	}
+	d := "none"
+	if r.HasExpiry() {
+		d = fmt.Sprint(r.ExpireTS)
+	}
+	return fmt.Sprintf("%d until %s", int64(binary.LittleEndian.Uint64(r.Value)), d)
 }
