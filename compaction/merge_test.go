@@ -196,7 +196,7 @@ func TestIteratorMergeRandomized(t *testing.T) {
 		out, _ := drain(t, newScratchIter(in), cfg)
 		reads := append(slices.Clone(cfg.Snapshots), format.MaxSeq)
 		for _, s := range reads {
-			for _, at := range []int64{cfg.Now, cfg.Now + 50, cfg.Now + 400, cfg.Now + 1 << 40} {
+			for _, at := range []int64{cfg.Now, cfg.Now + 50, cfg.Now + 400, cfg.Now + 1<<40} {
 				want := readState(t, in, below, s, at)
 				got := readState(t, out, below, s, at)
 				if got != want {
