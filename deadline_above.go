@@ -109,6 +109,12 @@ func compactionDeadlineSources(rs *readState, j *compactionJob) *deadlineSources
 			if t.Meta.NumTTLRows > 0 {
 				s.reach = max(s.reach, t.Meta.MaxExpireTS)
 			}
+			if t.Meta.RowFeatures&format.FlagMerge != 0 {
+				// Operands fold into values whose deadline is their
+				// window's, which no table statistic bounds (it may come
+				// from the state beneath): every source counts.
+				s.reach = math.MaxInt64
+			}
 		}
 	}
 	s.addMem(rs.mem)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/clock"
+	"github.com/mayflydb/mayfly/storage"
 )
 
 func openCounterDB(t *testing.T, dir string, clk *clock.Manual) *DB {
@@ -533,4 +534,48 @@ func TestMergeNoPeriodicCompactionLoop(t *testing.T) {
 	if _, _, ok := counterOf(t, db, "k07"); ok {
 		t.Fatal("a counter whose window ended is read")
 	}
+}
+
+// TestMergeFoldKeepsValueForDeadlineRowAbove: an operand left unfolded in a
+// table (the flush after a crash reads nothing beneath), folded later at
+// the bottom into a value whose window ended by the operand's own
+// deadline, keeps that value when a deadline row above (in the memtable)
+// extended the window: the folded value is what the deadline row applies
+// to (compaction rule 5), although no statistic of the input table bounds
+// the folded deadline.
+func TestMergeFoldKeepsValueForDeadlineRowAbove(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	mem := storage.NewMem()
+	open := func() *DB {
+		db, err := Open("memdb", &Options{Clock: clk, Storage: mem, MergeOperator: Int64Add, PeriodicCompactionInterval: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	db := open()
+	addBlind(t, db, "c", 3, ExpireAfter(2*time.Second))
+	// A row that makes the table due for periodic compaction.
+	if err := db.PutWith([]byte("x"), []byte("x"), ExpireAfter(500*time.Millisecond), Sync); err != nil {
+		t.Fatal(err)
+	}
+	crashed := mem.CrashClone()
+	db.Close()
+	mem = crashed
+	db = open() // the replayed operand is flushed as it is
+	defer db.Close()
+	clk.Advance(time.Second)
+	if ok, err := db.Persist([]byte("c")); !ok || err != nil {
+		t.Fatalf("Persist = %v, %v", ok, err)
+	}
+	clk.Advance(5 * time.Second) // past the operand's own window
+	wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.WaitForCompactions(wctx); err != nil {
+		t.Fatal(err)
+	}
+	if db.Metrics().Compactions == 0 {
+		t.Fatalf("no periodic compaction ran: %+v", db.Metrics().Levels[0])
+	}
+	wantCounter(t, db, "c", 3, time.Time{})
 }
