@@ -32,6 +32,9 @@ const (
 	// entry may replace its deadline as the operand's ExpireCond says
 	// (ttl_ops.go).
 	condDeadline
+	// condCounter: the key is absent or holds an 8-byte value, so that the
+	// Int64Add operand of the entry folds onto it (DB.Add, merge.go).
+	condCounter
 )
 
 func (k condKind) String() string {
@@ -44,12 +47,14 @@ func (k condKind) String() string {
 		return "if equal"
 	case condDeadline:
 		return "if present and its deadline allows"
+	case condCounter:
+		return "if absent or a counter"
 	}
 	return fmt.Sprintf("condition %d", uint8(k))
 }
 
 // needsValue reports whether holds reads keyState.value.
-func (k condKind) needsValue() bool { return k == condEqual }
+func (k condKind) needsValue() bool { return k == condEqual || k == condCounter }
 
 // keyState is a key's state as a condition sees it at the commit time: live
 // is false for a missing, deleted or expired key, and then the other fields
@@ -74,6 +79,8 @@ func (k condKind) holds(s keyState, e *format.Row, arg []byte) bool {
 		return s.live && bytes.Equal(s.value, arg)
 	case condDeadline:
 		return s.live && len(arg) == 1 && ExpireCond(arg[0]).allows(s, e)
+	case condCounter:
+		return !s.live || len(s.value) == 8
 	}
 	return false
 }
@@ -276,6 +283,9 @@ func (o *condOverlay) resolve(r *format.Row) (keyState, error) {
 			return keyState{}, nil
 		}
 		return s, nil
+	}
+	if r.IsMerge() {
+		return o.resolveMerge(r)
 	}
 	if !r.LiveAt(o.now) {
 		return keyState{}, nil

@@ -93,8 +93,10 @@ type DB struct {
 	// manifest writes that record them.
 	manifestMu  sync.Mutex
 	manifestNum uint64
-	minLogNum   uint64 // WAL segments below it are flushed
-	epoch       uint64 // writer epoch recorded in our manifest versions
+	minLogNum   uint64      // WAL segments below it are flushed
+	epoch       uint64      // writer epoch recorded in our manifest versions
+	mergeName   string      // merge operator name recorded in our manifest versions
+	mergeCache  *mergeCache // resolved counters (merge_cache.go); nil without an operator
 
 	// mu guards the fields below; cond is signalled whenever a flush or
 	// compaction finishes or the DB closes.

@@ -380,7 +380,7 @@ func (db *DB) runPick(ctx context.Context, j *compactionJob, now int64) (err err
 	db.mu.Unlock()
 	ci := compaction.NewIterator(&ctxIterator{Iterator: m, ctx: ctx}, compaction.Config{
 		Snapshots: seqs, Now: now, Bottom: p.Bottom, Level: p.OutputLevel, Filters: db.filters,
-		DeadlineAbove: compactionDeadlineSources(rs, j).fn(),
+		DeadlineAbove: compactionDeadlineSources(rs, j).fn(), Merger: db.merger(), Below: db.compactionBeneath(rs, p),
 	})
 	outs, err := db.writeTables(ci, db.opts.TargetFileSize)
 	if err != nil {

@@ -113,7 +113,7 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 		ev.flushEnd(FlushInfo{Duration: time.Since(start), Err: err})
 		return err
 	}
-	t, err := db.writeL0(m, true, flushDeadlineSources(rs, m).fn())
+	t, err := db.writeL0(m, true, flushDeadlineSources(rs, m).fn(), db.stateBeneath(rs, 0))
 	rs.release()
 	if err != nil {
 		ev.flushEnd(FlushInfo{Duration: time.Since(start), Err: err})
@@ -171,7 +171,8 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 // every older row is in the current version's tables; recovery, which
 // flushes several memtables before recording any of their tables, passes
 // false. deadlineAbove is compaction.Config.DeadlineAbove for the newer
-// memtables (nil: none holds a deadline row).
+// memtables (nil: none holds a deadline row), below its Below (the tables
+// beneath m, for merge operands; nil: not read).
 //
 // Rows that expired while in the memtable are kept as they are, not turned
 // into tombstones: they hide older versions just as well, and a table of TTL
@@ -180,12 +181,13 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 // keys exists (older memtables are already flushed, and compactions only
 // rewrite existing ranges), so the flush is a bottom write and expired rows
 // and tombstones with nothing beneath them are dropped.
-func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool, deadlineAbove func([]byte) bool) (*tableFile, error) {
+func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool, deadlineAbove func([]byte) bool, below beneathFunc) (*tableFile, error) {
 	it := m.NewIter()
 	defer it.Close()
 	cfg := db.compactionConfig(false)
 	cfg.KeepExpired = true
 	cfg.DeadlineAbove = deadlineAbove
+	cfg.Below = below
 	if mayBeBottom && it.First() {
 		lo := append([]byte(nil), it.Row().Key...)
 		it.Last()
@@ -207,7 +209,7 @@ func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool, deadlineAbove func
 func (db *DB) compactionConfig(bottom bool) compaction.Config {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	return compaction.Config{Snapshots: db.snapshotSeqs(), Now: db.pickerEnv().Now, Bottom: bottom}
+	return compaction.Config{Snapshots: db.snapshotSeqs(), Now: db.pickerEnv().Now, Bottom: bottom, Merger: db.merger()}
 }
 
 // writeTables writes the rows of ci to new tables. With splitAt > 0 a table

@@ -24,11 +24,12 @@ func (db *DB) logAndApply(e *versionEdit) error {
 		minLog = e.minLogNum
 	}
 	st := &manifest.State{
-		NextFileNum: db.nextFileNum,
-		LastSeq:     db.visibleSeq.Load(),
-		ClockHWM:    db.clock.NowMillis(),
-		MinLogNum:   minLog,
-		WriterEpoch: db.epoch,
+		NextFileNum:   db.nextFileNum,
+		LastSeq:       db.visibleSeq.Load(),
+		ClockHWM:      db.clock.NowMillis(),
+		MinLogNum:     minLog,
+		WriterEpoch:   db.epoch,
+		MergeOperator: db.mergeName,
 	}
 	db.mu.Unlock()
 	for l, lvl := range levels {

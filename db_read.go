@@ -145,11 +145,16 @@ func (db *DB) lookup(key []byte, seq uint64, now int64, dst []byte, withValue bo
 // up, down to the value row it applies to, and the row returned is that
 // value under the deadline row's deadline. found is false when the key has
 // no such value (never written, or a tombstone beneath the deadline rows);
-// a tombstone found first is returned as it is.
+// a tombstone found first is returned as it is. Merge operands among them
+// are folded by findMerged (merge_read.go).
 func (db *DB) findResolved(rs *readState, key []byte, seq uint64) (format.Row, sstable.BlockRef, bool, error) {
 	r, ref, found, err := db.find(rs, key, seq)
-	if err != nil || !found || !r.IsDeadline() {
+	if err != nil || !found || r.Flags&(format.FlagDeadline|format.FlagMerge) == 0 {
 		return r, ref, found, err
+	}
+	if r.IsMerge() {
+		ref.Release()
+		return db.findMerged(rs, key, seq, r.Seq)
 	}
 	d := r
 	d.Key = nil
@@ -162,6 +167,10 @@ func (db *DB) findResolved(rs *readState, key []byte, seq uint64) (format.Row, s
 		}
 		if r, ref, found, err = db.find(rs, key, r.Seq-1); err != nil || !found {
 			return format.Row{}, ref, false, err
+		}
+		if r.IsMerge() {
+			ref.Release()
+			return db.findMerged(rs, key, seq, d.Seq)
 		}
 		if !r.IsDeadline() {
 			v, ok := format.Resolve(&d, &r)
@@ -183,17 +192,22 @@ func (db *DB) find(rs *readState, key []byte, seq uint64) (format.Row, sstable.B
 			return r, sstable.BlockRef{}, true, nil
 		}
 	}
+	return db.findInTables(rs, key, seq, 0)
+}
+
+// findInTables is find in the tables of levels from and below only.
+func (db *DB) findInTables(rs *readState, key []byte, seq uint64, from int) (format.Row, sstable.BlockRef, bool, error) {
 	// The tables the lookup may pass, in order; their loaded filters are
 	// probed together first (sstable/keyhash.go).
 	var buf [maxProbedTables]*tableFile
 	cands := buf[:0]
 	for _, t := range rs.v.levels[0] {
-		if t.Meta.SmallestSeq > seq || !t.Meta.Overlaps(key, key) {
+		if from > 0 || t.Meta.SmallestSeq > seq || !t.Meta.Overlaps(key, key) {
 			continue
 		}
 		cands = append(cands, t)
 	}
-	for l := 1; l < len(rs.v.levels); l++ {
+	for l := max(from, 1); l < len(rs.v.levels); l++ {
 		if t := rs.v.findInLevel(l, key); t != nil {
 			cands = append(cands, t)
 		}

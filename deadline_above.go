@@ -18,7 +18,9 @@ import (
 // expired newest version: does any of the newer sources that hold deadline
 // rows hold a version of that key? Sources without deadline rows are left
 // out, so a database that never changed a deadline pays nothing; a filter
-// false positive only keeps an expired row a little longer.
+// false positive only keeps an expired row a little longer. A merge operand
+// applies to the value beneath it as a deadline row does, so sources
+// holding operands count too (RFC 0010).
 //
 // Sources are the ones present when the flush or compaction starts. A
 // deadline row committed later cannot apply to a row it treats as expired:
@@ -73,7 +75,7 @@ func (s *deadlineSources) addMem(m *memtable.Memtable) {
 }
 
 func (s *deadlineSources) addTable(t *tableFile, lo, hi []byte) {
-	if t.Meta.RowFeatures&format.FlagDeadline != 0 && t.Meta.MinTS <= s.reach && t.Meta.Overlaps(lo, hi) {
+	if t.Meta.RowFeatures&(format.FlagDeadline|format.FlagMerge) != 0 && t.Meta.MinTS <= s.reach && t.Meta.Overlaps(lo, hi) {
 		s.tables = append(s.tables, t)
 	}
 }
@@ -106,6 +108,12 @@ func compactionDeadlineSources(rs *readState, j *compactionJob) *deadlineSources
 			isInput[t] = true
 			if t.Meta.NumTTLRows > 0 {
 				s.reach = max(s.reach, t.Meta.MaxExpireTS)
+			}
+			if t.Meta.RowFeatures&format.FlagMerge != 0 {
+				// Operands fold into values whose deadline is their
+				// window's, which no table statistic bounds (it may come
+				// from the state beneath): every source counts.
+				s.reach = math.MaxInt64
 			}
 		}
 	}

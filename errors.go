@@ -51,4 +51,12 @@ var (
 	// crash (its bytes may have reached the log); every later write is
 	// refused before it is logged.
 	ErrBackground = errors.New("mayfly: background error")
+	// ErrNoMergeOperator means a merge write (Merge, Add, AddBlind) was
+	// made on a database opened without Options.MergeOperator; nothing is
+	// written.
+	ErrNoMergeOperator = errors.New("mayfly: no merge operator configured")
+	// ErrMergeOperator means Open was given a merge operator that does not
+	// match the one recorded in the manifest (or none for a database that
+	// has one); the error names both.
+	ErrMergeOperator = errors.New("mayfly: merge operator mismatch")
 )

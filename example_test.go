@@ -597,3 +597,60 @@ func Example_leaseRenewal() {
 	// 17.001s A renews: false
 	// 17.001s B releases: true
 }
+
+// A rate limit of 3 requests per minute per client: FixedWindow counts
+// with one Add, and the window's deadline is fixed by its first request.
+func ExampleFixedWindow() {
+	dir, err := os.MkdirTemp("", "mayfly-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	clk := clock.NewManual(exampleEpoch)
+	db, err := mayfly.Open(dir, &mayfly.Options{MergeOperator: mayfly.Int64Add, Clock: clk})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+
+	for i := range 5 {
+		ok, n, err := mayfly.FixedWindow(db, []byte("ratelimit:ada"), 3, time.Minute)
+		fmt.Println(i, ok, n, err)
+		clk.Advance(10 * time.Second)
+	}
+	clk.Advance(20 * time.Second) // the window started a minute ago ends
+	ok, n, err := mayfly.FixedWindow(db, []byte("ratelimit:ada"), 3, time.Minute)
+	fmt.Println("next window:", ok, n, err)
+	// Output:
+	// 0 true 1 <nil>
+	// 1 true 2 <nil>
+	// 2 true 3 <nil>
+	// 3 false 4 <nil>
+	// 4 false 5 <nil>
+	// next window: true 1 <nil>
+}
+
+// Counters: Add returns the new count; Merge counts blind (a metric).
+func ExampleDB_Add() {
+	dir, err := os.MkdirTemp("", "mayfly-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	db, err := mayfly.Open(dir, &mayfly.Options{MergeOperator: mayfly.Int64Add})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+
+	if err := db.Merge([]byte("hits"), mayfly.EncodeInt64(40), mayfly.NoExpiry()); err != nil {
+		log.Fatal(err)
+	}
+	n, err := db.Add([]byte("hits"), 2, mayfly.NoExpiry())
+	fmt.Println(n, err)
+	v, _ := db.Get([]byte("hits"))
+	fmt.Println(mayfly.DecodeInt64(v))
+	// Output:
+	// 42 <nil>
+	// 42 true
+}

@@ -69,6 +69,13 @@ type Iterator struct {
 	// RowsRead metric: adding them in batches keeps a shared atomic
 	// counter out of the per-row path (see flushRowsRead).
 	rowsRead uint64
+	// chain collects the versions of a key holding merge operands
+	// (merge_read.go); hasMerge: findPrev's chain holds one.
+	chain    mergeChain
+	hasMerge bool
+	// ahead: moving forward, the merge is already past the current key
+	// (mergeForward read to its last version), so Next must not advance.
+	ahead bool
 }
 
 // rowsReadBatch is how many returned rows an iterator counts locally
@@ -245,7 +252,9 @@ func (it *Iterator) Next() bool {
 	if !it.valid || !it.begin() {
 		return false
 	}
-	if it.forward {
+	if it.forward && it.ahead {
+		it.ahead = false // the merge already left the current key
+	} else if it.forward {
 		it.m.Next()
 	} else {
 		// The merge sits before the current key; step back onto it.
@@ -272,6 +281,7 @@ func (it *Iterator) Prev() bool {
 func (it *Iterator) findNext(skipCurrent bool) bool {
 	it.forward = true
 	it.valid = false
+	it.ahead = false
 	skipping := skipCurrent
 	ok := it.m.Valid()
 	for ok {
@@ -287,19 +297,23 @@ func (it *Iterator) findNext(skipCurrent bool) bool {
 		it.key = append(it.key[:0], r.Key...)
 		skipping = true
 		row := *r
-		if row.IsDeadline() {
+		if row.Flags&(format.FlagDeadline|format.FlagMerge) != 0 {
 			var found bool
 			if row, found, ok = it.resolveForward(row); !found {
+				if it.err != nil {
+					return false
+				}
+				it.ahead = false
 				continue // the merge is already past the key's versions
 			}
 		}
 		if !row.HasValue() {
-			ok = it.m.Next()
+			ok = it.skipKey()
 			continue
 		}
 		if row.ExpiredAt(it.now) {
 			it.db.metrics.expiredOnRead.Add(1)
-			ok = it.m.Next()
+			ok = it.skipKey()
 			continue
 		}
 		it.value = row.Value
@@ -312,12 +326,25 @@ func (it *Iterator) findNext(skipCurrent bool) bool {
 	return false
 }
 
+// skipKey moves the merge on from a key findNext does not return: to its
+// next row, unless mergeForward already left the key (it.ahead).
+func (it *Iterator) skipKey() bool {
+	if it.ahead {
+		it.ahead = false
+		return it.m.Valid()
+	}
+	return it.m.Next()
+}
+
 // resolveForward reads on from deadline row d (at the merge's position) to
 // the value row of the same key it applies to, skipping older deadline
 // rows. found reports whether one was found (resolved is then that value
 // under d's deadline); the merge stays at the row that decided, and ok is
 // its validity.
 func (it *Iterator) resolveForward(d format.Row) (resolved format.Row, found, ok bool) {
+	if d.IsMerge() {
+		return it.mergeForward(nil)
+	}
 	for ok = it.m.Next(); ok; ok = it.m.Next() {
 		v := it.m.Row()
 		if !bytes.Equal(v.Key, it.key) {
@@ -325,6 +352,9 @@ func (it *Iterator) resolveForward(d format.Row) (resolved format.Row, found, ok
 		}
 		if v.IsDeadline() {
 			continue
+		}
+		if v.IsMerge() {
+			return it.mergeForward(&d)
 		}
 		// A tombstone beneath: the key is absent, and the caller skips the
 		// rest of its versions from here.
@@ -341,8 +371,10 @@ func (it *Iterator) resolveForward(d format.Row) (resolved format.Row, found, ok
 func (it *Iterator) findPrev() bool {
 	it.forward = false
 	it.valid = false
-	started := false // it.key names the key whose versions are being read
-	live := false    // that key has a value: valueBuf, expires, deadline
+	it.hasMerge = false
+	started := false   // it.key names the key whose versions are being read
+	var lastSeq uint64 // the sequence number of the last version read of it.key
+	live := false      // that key has a value: valueBuf, expires, deadline
 	have := func() bool { return live && !(it.expires && it.deadline < it.now) }
 	for ok := it.m.Valid(); ok; ok = it.m.Prev() {
 		r := it.m.Row()
@@ -353,6 +385,9 @@ func (it *Iterator) findPrev() bool {
 			break
 		}
 		if !started || !bytes.Equal(r.Key, it.key) {
+			if started && it.hasMerge && !it.settleMerge(&live) {
+				return false
+			}
 			if started && have() {
 				break
 			}
@@ -361,6 +396,24 @@ func (it *Iterator) findPrev() bool {
 			}
 			started, live = true, false
 			it.key = append(it.key[:0], r.Key...)
+			it.chain.reset()
+			lastSeq = ^uint64(0)
+		}
+		if !it.hasMerge && r.IsMerge() {
+			// The versions read so far are the chain's base and what
+			// lies on it, as of the last one's sequence number (an
+			// operand with that number is a twin it already holds).
+			it.seedChain(live, lastSeq)
+		}
+		lastSeq = r.Seq
+		if r.IsMerge() || it.hasMerge {
+			// A chain with operands: resolved when the key ends.
+			if r.Flags&(format.FlagMerge|format.FlagDeadline) == 0 {
+				it.chain.reset() // a base: older versions no longer count
+			}
+			it.chain.add(r)
+			it.hasMerge = it.hasMerge || r.IsMerge()
+			continue
 		}
 		switch {
 		case r.IsDeadline():
@@ -377,6 +430,9 @@ func (it *Iterator) findPrev() bool {
 	}
 	if err := it.m.Error(); err != nil {
 		it.err = err
+		return false
+	}
+	if started && it.hasMerge && !it.settleMerge(&live) {
 		return false
 	}
 	if live && !have() {

@@ -52,10 +52,12 @@ const (
 	linGetEx
 	linTouch
 	linExpireTime
+	linAdd   // DB.Add: the new count
+	linMerge // DB.Merge of an Int64Add operand: blind
 )
 
 var linOpNames = [...]string{"Put", "Get", "Delete", "PutIfAbsent", "CompareAndSwap", "CompareAndDelete", "GetDel",
-	"Expire", "Persist", "GetEx", "Touch", "ExpireTime"}
+	"Expire", "Persist", "GetEx", "Touch", "ExpireTime", "Add", "Merge"}
 
 type linInput struct {
 	op       linOpKind
@@ -63,6 +65,7 @@ type linInput struct {
 	val, old string
 	ttl      int64 // ms; 0 means no expiry
 	cond     ExpireCond
+	delta    int64 // Add, Merge
 	t0, t1   int64 // clock readings before the call and after the return
 }
 
@@ -157,6 +160,26 @@ func (s linState) step(in linInput, t int64) (linOutput, linState) {
 			next.deadline = 0
 			return linOutput{ok: true}, next
 		}
+	case linAdd, linMerge:
+		// RFC 0010: onto a live counter the delta is added under its
+		// deadline; onto nothing it starts a window of its own TTL. Add
+		// on a value that is not a counter writes nothing (a read); the
+		// test merges only on counter keys.
+		n := in.delta
+		if live {
+			cur, ok := DecodeInt64([]byte(s.val))
+			if !ok {
+				break
+			}
+			n += cur
+		} else {
+			next = put()
+		}
+		next.has, next.val = true, string(EncodeInt64(n))
+		if in.op == linMerge {
+			return linOutput{ok: true}, next
+		}
+		return linOutput{ok: true, val: next.val}, next
 	}
 	// A condition that fails writes nothing: the call may have been decided
 	// by a read before the pipeline (cond_peek.go), so it is a read here.
@@ -205,7 +228,7 @@ var linModel = porcupine.NondeterministicModel{
 	},
 	DescribeOperation: func(input, output any) string {
 		in, out := input.(linInput), output.(linOutput)
-		return fmt.Sprintf("%s(k%d, %q, old %q, ttl %d, cond %v) @[%d,%d] -> %v %q", linOpNames[in.op], in.key, in.val, in.old, in.ttl, in.cond, in.t0, in.t1, out.ok, out.val)
+		return fmt.Sprintf("%s(k%d, %q, old %q, ttl %d, cond %v, delta %d) @[%d,%d] -> %v %q", linOpNames[in.op], in.key, in.val, in.old, in.ttl, in.cond, in.delta, in.t0, in.t1, out.ok, out.val)
 	},
 }
 
@@ -257,6 +280,15 @@ func (c linDB) run(in linInput) (linOutput, error) {
 		ok = err == nil
 	case linTouch:
 		ok, err = c.db.Touch(key, linTTL(in.ttl))
+	case linAdd:
+		var n int64
+		if n, err = c.db.Add(key, in.delta, linTTL(in.ttl)); err == nil {
+			ok, v = true, EncodeInt64(n)
+		} else if errors.Is(err, ErrConditionFailed) {
+			err = nil // not a counter: nothing written
+		}
+	case linMerge:
+		ok, err = true, c.db.Merge(key, EncodeInt64(in.delta), linTTL(in.ttl))
 	case linExpireTime:
 		var at time.Time
 		var expires bool
@@ -298,13 +330,23 @@ func linHistory(t *testing.T, c linClient, clk *clock.Manual, clients, ops, keys
 	for id := range clients {
 		wg.Go(func() {
 			r := rand.New(rand.NewPCG(seed, uint64(id)))
-			seen := make([]string, keys) // the last value this client saw per key
+			seen := make([]string, 2*keys) // the last value this client saw per key
 			for n := range ops {
-				in := linInput{op: linOpKind(r.IntN(len(linOpNames))), key: r.IntN(keys), val: fmt.Sprintf("c%d-%d", id, n)}
+				// Keys keys..2*keys-1 are counters: Add and Merge only
+				// pick them, and values written there are counters too,
+				// so no operand lands on a string.
+				in := linInput{op: linOpKind(r.IntN(len(linOpNames))), key: r.IntN(2 * keys), val: fmt.Sprintf("c%d-%d", id, n)}
+				if in.op == linAdd || in.op == linMerge {
+					in.key = keys + r.IntN(keys)
+				}
+				if in.key >= keys {
+					in.val = string(EncodeInt64(int64(id*1000 + n)))
+				}
 				if r.IntN(3) > 0 {
 					in.ttl = 1 + r.Int64N(6)
 				}
 				in.cond = ExpireCond(r.IntN(int(ExpireLT) + 1))
+				in.delta = r.Int64N(7) - 2
 				in.old = seen[in.key]
 				if r.IntN(4) == 0 {
 					in.old = fmt.Sprintf("c%d-%d", r.IntN(clients), r.IntN(n+1))
@@ -341,7 +383,11 @@ func TestLinearizableConditionalWrites(t *testing.T) {
 		clk := clock.NewManual(epoch)
 		// A touch window below a millisecond: Touch and GetEx are exact,
 		// as the model has them (the window's bound is TestTouchCoalesces').
-		db := openTestDB(t, t.TempDir(), clk, func(o *Options) { o.MemtableSize = 64 << 10; o.TouchWindow = time.Nanosecond })
+		db := openTestDB(t, t.TempDir(), clk, func(o *Options) {
+			o.MemtableSize = 64 << 10
+			o.TouchWindow = time.Nanosecond
+			o.MergeOperator = Int64Add
+		})
 		h := linHistory(t, linDB{db}, clk, 4, 250, 3, seed)
 		must(t, db.Close())
 		res := porcupine.CheckOperationsTimeout(linModel.ToModel(), h, 20*time.Second)

@@ -60,6 +60,9 @@ func (db *DB) loadVersion() (*manifest.State, uint64, error) {
 		}
 		st = &manifest.State{NextFileNum: 1}
 	}
+	if err := db.checkMergeOperator(st.MergeOperator); err != nil {
+		return nil, 0, err
+	}
 	db.manifestNum = num
 	db.nextFileNum = max(st.NextFileNum, 1)
 	db.lastSeq = st.LastSeq

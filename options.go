@@ -101,6 +101,13 @@ type Options struct {
 	// are rejected.
 	DefaultTTL time.Duration
 
+	// MergeOperator folds the operands DB.Merge, DB.Add and Batch.Merge
+	// write (RFC 0010). Default: none, and merge writes fail with
+	// ErrNoMergeOperator. Its name is recorded in the manifest by the first
+	// Open that sets it; Open fails naming both when a later Open sets an
+	// operator of another name, or none, on a database with a recorded name.
+	MergeOperator MergeOperator
+
 	// TouchWindow bounds how far Touch and GetEx may leave a key's deadline
 	// short of the one asked, to spare a write: when the key's deadline is
 	// already within min(TouchWindow, TTL/10) before the deadline asked

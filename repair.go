@@ -570,6 +570,7 @@ func (r *repairer) writeManifest() error {
 	if r.old != nil {
 		st.LastSeq = max(st.LastSeq, r.old.LastSeq)
 		st.WriterEpoch = r.old.WriterEpoch + 1
+		st.MergeOperator = r.old.MergeOperator
 	}
 	r.rep.LastSeq = st.LastSeq
 	st.Levels[bottomLevel] = r.written

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly"
+	"github.com/mayflydb/mayfly/clock"
 )
 
 // memtableEnv names an environment variable that, when set, overrides
@@ -23,6 +24,9 @@ type mayflyEngine struct {
 	db  *mayfly.DB
 	dir string
 	mem *memSampler // the memory breakdown at the highest RSS
+	// clock, if set before Open, is the database's Options.Clock (the
+	// ttlscale workload's simulated time).
+	clock clock.Clock
 }
 
 func (e *mayflyEngine) Name() string { return "mayfly" }
@@ -32,6 +36,7 @@ func (e *mayflyEngine) Open(dir string, cacheBytes int64, bloom int) error {
 		MergeOperator: mayfly.Int64Add}
 	o.DisableBloomFilters = bloom <= 0
 	o.DisableBlockCache = cacheBytes <= 0
+	o.Clock = e.clock
 	if v := os.Getenv(memtableEnv); v != "" {
 		mib, err := strconv.ParseFloat(v, 64)
 		if err != nil || mib <= 0 {

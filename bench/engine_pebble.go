@@ -16,13 +16,19 @@ type pebbleEngine struct {
 	// and SeekPrefixGE: Pebble's DB.Get never reads the bloom filters of L6
 	// tables (by design), which is where a settled database keeps most keys.
 	l6Filters bool
-	db        *pebble.DB
-	cache     *pebble.Cache
-	dir       string
-	ttl       pebbleTTL // TTLOps state (engine_pebble_ttl.go)
+	// fixedBloom, if > 0, is the filter's bits per key on every level,
+	// whatever Open is given (the "pebble-bloom" variant).
+	fixedBloom int
+	db         *pebble.DB
+	cache      *pebble.Cache
+	dir        string
+	ttl        pebbleTTL // TTLOps state (engine_pebble_ttl.go)
 }
 
 func (e *pebbleEngine) Name() string {
+	if e.fixedBloom > 0 {
+		return "pebble-bloom"
+	}
 	if e.l6Filters {
 		return "pebble-l6f"
 	}
@@ -31,6 +37,9 @@ func (e *pebbleEngine) Name() string {
 
 func (e *pebbleEngine) Open(dir string, cacheBytes int64, bloomBits int) error {
 	o := &pebble.Options{Logger: quietLogger{}, Merger: pebbleCounterMerger}
+	if e.fixedBloom > 0 {
+		bloomBits = e.fixedBloom
+	}
 	if cacheBytes > 0 {
 		e.cache = pebble.NewCache(cacheBytes)
 		o.Cache = e.cache

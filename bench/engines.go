@@ -64,8 +64,10 @@ type Iter interface {
 }
 
 // Engines lists the engine names in report order. "pebble-l6f" (Pebble
-// reading point keys through an iterator that uses L6 bloom filters) can be
-// asked for by name.
+// reading point keys through an iterator that uses L6 bloom filters) and
+// "pebble-bloom" (the same with a 10-bit filter on every level whatever
+// -bloom says: the like-for-like point-read baseline) can be asked for by
+// name.
 var Engines = []string{"mayfly", "pebble", "badger", "goleveldb"}
 
 // NewEngine returns an unopened engine by name.
@@ -77,6 +79,8 @@ func NewEngine(name string) (Engine, error) {
 		return &pebbleEngine{}, nil
 	case "pebble-l6f": // Pebble, point reads through SeekPrefixGE with L6 filters
 		return &pebbleEngine{l6Filters: true}, nil
+	case "pebble-bloom": // Pebble, 10-bit filters on every level, all of them read
+		return &pebbleEngine{l6Filters: true, fixedBloom: 10}, nil
 	case "badger":
 		return &badgerEngine{}, nil
 	case "goleveldb":

@@ -73,6 +73,9 @@ type Params struct {
 	YCSBOps   int
 	FillBytes int64
 
+	// TTLScale configures the ttlscale workload (workloads_ttlscale.go).
+	TTLScale TTLScaleParams
+
 	// RateDuration is the reader's run time in the rate-limited
 	// readwhilewriting workloads (workloads_rwrate.go); 10 s if 0.
 	RateDuration time.Duration
@@ -113,6 +116,7 @@ type Result struct {
 	// ttlchurn
 	SpaceAmp  float64            `json:"space_amp,omitempty"`
 	Samples   []Sample           `json:"samples,omitempty"`
+	TTLScale  []TTLScaleSample   `json:"ttlscale_samples,omitempty"`
 	Extra     map[string]float64 `json:"extra,omitempty"`
 	CacheMiB  int64              `json:"cache_mib"`
 	BloomBits int                `json:"bloom_bits"`
@@ -138,12 +142,14 @@ func RunWorker(engine, workload, dir string, p Params) (res Result, err error) {
 	if err != nil {
 		return res, err
 	}
+	ts := prepareTTLScale(workload, e, p)
 	if err := e.Open(dir, p.CacheBytes, p.Bloom); err != nil {
 		return res, fmt.Errorf("open: %w", err)
 	}
 	r := &runner{e: e, p: p, vals: NewValueGen(p.ValueSize), rng: rand.New(rand.NewPCG(7, uint64(len(workload))))}
 	var ops int64
 	var elapsed time.Duration
+	io0 := readIO()
 	switch workload {
 	case "load":
 		perm := NewPerm(uint64(p.Num), 1)
@@ -183,6 +189,8 @@ func RunWorker(engine, workload, dir string, p Params) (res Result, err error) {
 		ops, elapsed, err = r.readWhileWriting(&res)
 	case "ttlchurn":
 		ops, elapsed, err = r.ttlChurn(&res)
+	case "ttlscale":
+		ops, elapsed, err = r.ttlScale(ts, &res)
 	case "session", "idempotency", "onetime", "touchwal", "expirebytes":
 		ops, elapsed, err = r.ttlWorkload(workload, &res)
 	case "counter", "counteradd", "counterread", "windowchurn":
@@ -194,6 +202,7 @@ func RunWorker(engine, workload, dir string, p Params) (res Result, err error) {
 			ops, elapsed, err = r.optIn(workload, &res)
 		}
 	}
+	io1 := readIO()
 	if err != nil {
 		e.Close()
 		return res, err
@@ -227,6 +236,7 @@ func RunWorker(engine, workload, dir string, p Params) (res Result, err error) {
 	}
 	res.PeakRSS = peakRSS()
 	res.Extra["loadavg1"] = loadAvg()
+	io1.sub(io0).addTo(res.Extra)
 	if r.cpu > 0 && ops > 0 {
 		// CPU per op of the timed loop, all of the process's threads:
 		// it moves much less with the machine's load than ops/s does.

@@ -32,7 +32,10 @@
 //     apply to it, and it is kept unchanged. The same holds for the newest
 //     version of a key when a deadline row may lie above the input, in
 //     newer data the compaction does not read: Config.DeadlineAbove says so
-//     per key.
+//     per key. A merge operand is such a row for the version beneath it.
+//  6. Partial merges stay inside a window, 7. stripes are never combined,
+//  8. operands fold into a value with their base or at the bottom: see
+//     merge.go (RFC 0010).
 //
 // Now must not be later than the clock time pinned by any open snapshot, so
 // a snapshot never sees a row vanish that it could read before.
@@ -73,6 +76,16 @@ type Config struct {
 	// lies above. It is asked only when the newest kept version of a key
 	// has expired.
 	DeadlineAbove func(key []byte) bool
+	// Merger folds merge operands (rules 6 to 8); nil: an input holding an
+	// operand fails the iterator.
+	Merger format.Merger
+	// Below returns the state of key in the data beneath the output, all of
+	// it older than the input, resolved in commit order
+	// (format.MergeChain): a value row under its deadline, or ok false
+	// when the key has none there. It is asked only for a key whose oldest
+	// versions in the input are operands without a base, so that they fold
+	// (rule 8) instead of staying apart. nil: the state beneath is unknown.
+	Below func(key []byte) (r format.Row, ok bool, err error)
 }
 
 // Decision is a filter's verdict on a row.
@@ -117,6 +130,8 @@ type Stats struct {
 	DeadlinesFolded    uint64 // deadline rows folded into the version beneath
 	DeadlinesDropped   uint64 // deadline rows with nothing beneath, at the bottom
 	ExpiredKept        uint64 // expired rows kept for a deadline row above (rule 5)
+	MergesFolded       uint64 // chains of operands folded into one row (rule 8)
+	OperandsCombined   uint64 // operands combined into an older one (rule 6)
 }
 
 // Iterator yields the rows a compaction writes, in order.
@@ -147,6 +162,12 @@ type Iterator struct {
 	above uint8
 	// keptAny: a version of curKey was kept (the next is not its newest).
 	keptAny bool
+
+	// Rules 6 to 8: the versions of curKey read for foldVersions, with
+	// their values in arena.
+	mrows []format.Row
+	arena []byte
+	err   error
 }
 
 type pendingTombstone struct {
@@ -220,6 +241,12 @@ func (c *Iterator) Next() bool {
 					c.reread = true
 					return true
 				}
+			} else if r.IsMerge() {
+				c.holding = false
+				if c.mergeKey(&c.held) {
+					return true
+				}
+				continue
 			} else if r.IsDeadline() {
 				// The held row keeps the older commit time: a deadline
 				// row's ts bounds from below when the deadline changes it
@@ -245,6 +272,12 @@ func (c *Iterator) Next() bool {
 			continue
 		}
 		c.lastStripe = s
+		if r.IsMerge() {
+			if c.mergeKey(nil) {
+				return true
+			}
+			continue
+		}
 		if r.IsDeadline() {
 			c.holding, c.held, c.heldStripe = true, *r, s
 			c.held.Key = c.curKey
@@ -282,7 +315,7 @@ func (c *Iterator) keep(out format.Row, s int) bool {
 	protect, first := c.needValue, !c.keptAny
 	c.needValue, c.keptAny = false, true
 	expired := false
-	if out.ExpiredAt(c.cfg.Now) {
+	if out.ExpiredAt(c.cfg.Now) && !out.IsMerge() {
 		if protect || first && c.deadlineAbove() {
 			protect = true
 			c.stats.ExpiredKept++
@@ -292,6 +325,11 @@ func (c *Iterator) keep(out format.Row, s int) bool {
 				out = format.Row{Key: out.Key, Seq: out.Seq, Flags: format.FlagTombstone | format.FlagHasTS, TS: out.ExpireTS}
 			}
 		}
+	}
+	if out.IsMerge() {
+		// Rule 6: an operand's expire_ts is not its expiry, and the
+		// version beneath it keeps its value (rule 5).
+		c.needValue, expired, protect = true, false, true
 	}
 	if out.IsDeadline() {
 		c.needValue = true // rule 5 for the version beneath
@@ -379,8 +417,77 @@ func (c *Iterator) endKey() {
 // valid until the next call to Next.
 func (c *Iterator) Row() *format.Row { return &c.row }
 
-// Error returns the input's error, if any.
-func (c *Iterator) Error() error { return c.in.Error() }
+// Error returns the input's error, if any, or the merge operator's.
+func (c *Iterator) Error() error {
+	if c.err != nil {
+		return c.err
+	}
+	return c.in.Error()
+}
+
+// mergeKey reads the rest of curKey's versions, from the input's current
+// row on (held, when not nil, is a deadline row above it), folds them by
+// rules 6 to 8 (foldVersions) and queues the rows to write, each through
+// keep. It reports whether a row is ready in c.row.
+func (c *Iterator) mergeKey(held *format.Row) bool {
+	c.mrows, c.arena = c.mrows[:0], c.arena[:0]
+	if held != nil {
+		c.mrows = append(c.mrows, *held)
+	}
+	for {
+		// A state met twice at one sequence number (two inputs) counts
+		// once; a value row or tombstone takes the place of an operand.
+		r := c.in.Row()
+		if n := len(c.mrows); n > 0 && c.mrows[n-1].Seq == r.Seq && r.Flags&(format.FlagMerge|format.FlagDeadline) == 0 {
+			c.arena = c.arena[:len(c.arena)-len(c.mrows[n-1].Value)]
+			c.mrows = c.mrows[:n-1]
+		}
+		if n := len(c.mrows); n == 0 || c.mrows[n-1].Seq != r.Seq {
+			c.arena = append(c.arena, r.Value...)
+			row := *r
+			row.Key, row.Value = c.curKey, c.arena[len(c.arena)-len(r.Value):]
+			c.mrows = append(c.mrows, row)
+		}
+		c.inValid = c.in.Next()
+		c.stats.RowsIn += b2u(c.inValid)
+		if !c.inValid || string(c.in.Row().Key) != string(c.curKey) {
+			break
+		}
+	}
+	c.reread = c.inValid
+	// The arena may have moved while growing: point the values again.
+	end := len(c.arena)
+	for i := len(c.mrows) - 1; i >= 0; i-- {
+		if i == 0 && held != nil {
+			break
+		}
+		n := len(c.mrows[i].Value)
+		c.mrows[i].Value = c.arena[end-n : end : end]
+		end -= n
+	}
+	rows, err := foldVersions(c.mrows, c.stripe, c.cfg.Bottom, c.cfg.Below, c.cfg.Merger, &c.stats)
+	if err != nil {
+		c.err = err
+		c.inValid, c.reread = false, false
+		return false
+	}
+	var ready []format.Row
+	for _, r := range rows {
+		if c.keep(r, c.stripe(r.Seq)) {
+			c.stats.RowsOut-- // counted again when Next hands it out
+			ready = append(ready, c.row)
+			ready = append(ready, c.queue...)
+			c.queue = c.queue[:0]
+		}
+	}
+	if len(ready) == 0 {
+		return false
+	}
+	c.queue = append(ready[1:], c.queue...)
+	c.row = ready[0]
+	c.stats.RowsOut++
+	return true
+}
 
 // Stats returns the counts so far.
 func (c *Iterator) Stats() Stats { return c.stats }

@@ -190,7 +190,8 @@ func PickDrops(v *Levels, env *Env) *Pick {
 // latest deadline; the check compares that with the earliest commit time
 // among the deadline rows of each newer source (a table's MinTS bounds it
 // from below; a compaction that drops an older deadline row under a newer
-// one keeps the older commit time, compaction rule 4).
+// one keeps the older commit time, compaction rule 4). A merge operand
+// reaches the same rows: it joins only a value live when it committed.
 func deadlineReaches(v *Levels, l, i int, env *Env) bool {
 	t := v[l][i].Meta
 	if env.MemDeadlines && env.MemDeadlineMinTS <= t.MaxExpireTS {
@@ -207,7 +208,7 @@ func deadlineReaches(v *Levels, l, i int, env *Env) bool {
 		}
 		for _, u := range tables {
 			m := u.Meta
-			if m.RowFeatures&format.FlagDeadline != 0 && m.MinTS <= t.MaxExpireTS && m.Overlaps(lo, hi) {
+			if m.RowFeatures&(format.FlagDeadline|format.FlagMerge) != 0 && m.MinTS <= t.MaxExpireTS && m.Overlaps(lo, hi) {
 				return true
 			}
 		}
@@ -313,9 +314,15 @@ func pickPeriodic(v *Levels, o *PickerOptions, env *Env) *Pick {
 		ts    int64
 	}
 	for l := range v {
-		for _, t := range v[l] {
+		for i, t := range v[l] {
 			ts, ok := ReclaimTS(t.Meta)
 			if !ok || t.Compacting || ts > env.Now-o.PeriodicIntervalMillis {
+				continue
+			}
+			if deadlineReaches(v, l, i, env) {
+				// A deadline row or merge operand above may need its
+				// expired rows: a rewrite would keep them, and the table
+				// would stay due (as for pickExpired).
 				continue
 			}
 			if env.OldestSnapshotTime != 0 && t.Meta.CompactedTime >= env.OldestSnapshotTime {

@@ -3,6 +3,7 @@ package compaction
 import (
 	"math"
 
+	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/manifest"
 )
 
@@ -336,9 +337,11 @@ func ExpiredBytes(m *manifest.FileMeta, now int64) uint64 {
 }
 
 // AllExpired reports whether every row of the table is a TTL row expired
-// at now.
+// at now. A table holding a merge operand never is: an operand's expire_ts
+// is the deadline of the window it would start, not its own, and it may
+// have joined a window that is still open.
 func AllExpired(m *manifest.FileMeta, now int64) bool {
-	return m.NumRows > 0 && m.NumTTLRows == m.NumRows && m.MaxExpireTS < now
+	return m.NumRows > 0 && m.NumTTLRows == m.NumRows && m.MaxExpireTS < now && m.RowFeatures&format.FlagMerge == 0
 }
 
 // ReclaimTS returns the earliest time at which the table holds something to

@@ -24,10 +24,12 @@ import (
 //	+----------+------------------------+---------------+-----+--------------------+-------+
 //
 // flags is one of: a value row (0 or FlagHasExpire), a tombstone
-// (FlagTombstone) or a deadline row (FlagDeadline, with or without
-// FlagHasExpire); tombstones and deadline rows have no value field.
-// The i-th entry gets sequence number seq+i. Rows that carry an expiry,
-// tombstones and deadline rows also carry ts = commit_ts (FlagHasTS); the header's commit_ts is the engine
+// (FlagTombstone), a deadline row (FlagDeadline, with or without
+// FlagHasExpire) or a merge operand (FlagMerge, with or without
+// FlagHasExpire; its value field is the operand); tombstones and deadline
+// rows have no value field. The i-th entry gets sequence number seq+i.
+// Rows that carry an expiry, tombstones, deadline rows and merge operands
+// also carry ts = commit_ts (FlagHasTS); the header's commit_ts is the engine
 // clock reading the batch committed at, and seeds the clock on recovery.
 // expire_ts is fixed width so that a relative TTL can be stamped in place as
 // an absolute deadline when the batch commits.
@@ -127,15 +129,16 @@ func (br *BatchReader) Next(r *Row) (ok bool, err error) {
 		return bad("truncated")
 	}
 	flags := d[0]
-	if flags&^(FlagTombstone|FlagHasExpire|FlagDeadline) != 0 || !ValidKind(flags) {
+	if flags&^(FlagTombstone|FlagHasExpire|FlagDeadline|FlagMerge) != 0 || !ValidKind(flags) {
 		return bad(fmt.Sprintf("invalid flags %#x", flags))
 	}
 	n := 1
 	*r = Row{Seq: br.header.Seq + uint64(br.i), Flags: flags}
-	if !FlagsHaveValue(flags) {
+	if !FlagsHaveValue(flags) || flags&FlagMerge != 0 {
 		// A tombstone records when it was written, so that compaction can
 		// bound how long deleted data stays on disk; a deadline row, so
-		// that its folded value keeps a creation time.
+		// that its folded value keeps a creation time; an operand, so that
+		// a reader can tell which window it belongs to.
 		r.TS = br.header.CommitTS
 		r.Flags |= FlagHasTS
 	}

@@ -65,6 +65,7 @@ func seedBatches() [][]byte {
 		encodeBatch(MaxSeq-1, now, []batchEntry{{key: []byte("last"), value: []byte("seq")}}),
 		encodeBatch(MaxSeq-2, -5, []batchEntry{{flags: FlagHasExpire, expire: 1<<63 - 1, key: []byte("x"), value: []byte("y")}, {flags: FlagTombstone, key: []byte("z")}}),
 		encodeBatch(12, now, []batchEntry{{flags: FlagDeadline | FlagHasExpire, expire: now + 1000, key: []byte("slide")}, {flags: FlagDeadline, key: []byte("persist")}}),
+		encodeBatch(14, now, []batchEntry{{flags: FlagMerge | FlagHasExpire, expire: now + 60_000, key: []byte("hits"), value: []byte{1, 0, 0, 0, 0, 0, 0, 0}}, {flags: FlagMerge, key: []byte("total"), value: []byte{2}}}),
 	}
 }
 
@@ -118,9 +119,9 @@ func checkBatch(t *testing.T, data []byte) ([]Row, error) {
 		if !ValidKind(r.Flags) {
 			t.Fatalf("entry %d: flags %#x name no one kind of row", i, r.Flags)
 		}
-		// Tombstones, deadline rows and rows with a deadline carry the
-		// commit time.
-		stamped := r.Flags&(FlagTombstone|FlagHasExpire|FlagDeadline) != 0
+		// Tombstones, deadline rows, merge operands and rows with a
+		// deadline carry the commit time.
+		stamped := r.Flags&(FlagTombstone|FlagHasExpire|FlagDeadline|FlagMerge) != 0
 		if stamped != (r.Flags&FlagHasTS != 0) || (stamped && r.TS != h.CommitTS) || (!stamped && r.TS != 0) {
 			t.Fatalf("entry %d: flags %#x ts %d, commit ts %d", i, r.Flags, r.TS, h.CommitTS)
 		}

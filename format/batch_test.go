@@ -48,3 +48,43 @@ func TestBatchDeadlineEntries(t *testing.T) {
 		t.Fatalf("tombstone deadline row: %v, want ErrCorruption", err)
 	}
 }
+
+// TestBatchMergeEntries: merge operands round-trip with their value and
+// carry the commit time whether or not they have a TTL; an operand that
+// is also a tombstone or a deadline row is refused as corruption.
+func TestBatchMergeEntries(t *testing.T) {
+	data := make([]byte, BatchHeaderLen)
+	data, _ = AppendBatchEntry(data, FlagMerge|FlagHasExpire, 900, []byte("a"), []byte("+1"))
+	data, _ = AppendBatchEntry(data, FlagMerge, 0, []byte("b"), []byte("+2"))
+	PutBatchHeader(data, BatchHeader{Seq: 10, Count: 2, CommitTS: 77})
+	br, err := NewBatchReader(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Row{
+		{Key: []byte("a"), Seq: 10, Flags: FlagMerge | FlagHasExpire | FlagHasTS, TS: 77, ExpireTS: 900, Value: []byte("+1")},
+		{Key: []byte("b"), Seq: 11, Flags: FlagMerge | FlagHasTS, TS: 77, Value: []byte("+2")},
+	}
+	for i, w := range want {
+		var r Row
+		if ok, err := br.Next(&r); !ok || err != nil {
+			t.Fatalf("entry %d: %v, %v", i, ok, err)
+		}
+		if string(r.Key) != string(w.Key) || r.Seq != w.Seq || r.Flags != w.Flags || r.TS != w.TS || r.ExpireTS != w.ExpireTS || string(r.Value) != string(w.Value) {
+			t.Fatalf("entry %d = %+v, want %+v", i, r, w)
+		}
+	}
+	for _, flags := range []uint8{FlagMerge | FlagTombstone, FlagMerge | FlagDeadline} {
+		bad := make([]byte, BatchHeaderLen)
+		bad, _ = AppendBatchEntry(bad, flags, 0, []byte("a"), nil)
+		PutBatchHeader(bad, BatchHeader{Seq: 1, Count: 1})
+		br, err := NewBatchReader(bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r Row
+		if _, err := br.Next(&r); !errors.Is(err, ErrCorruption) {
+			t.Fatalf("flags %#x: %v, want ErrCorruption", flags, err)
+		}
+	}
+}

@@ -25,7 +25,8 @@
 //	bit 1  FlagHasTS      the row carries ts (creation time, Unix ms)
 //	bit 2  FlagHasExpire  the row carries expire_ts (Unix ms)
 //	bit 3  FlagDeadline   the row sets its key's deadline; it has no value
-//	bits 4-7              reserved; a reader rejects them as corruption
+//	bit 4  FlagMerge      the row is a merge operand; its value is the operand
+//	bits 5-7              reserved; a reader rejects them as corruption
 //
 // Rows without a TTL carry neither ts nor expire_ts: they pay nothing for the
 // feature. Where present the attributes are encoded after the key as
@@ -51,6 +52,16 @@
 // deadline row into the value beneath when no snapshot separates them
 // (RFC 0008, "Deadline rows").
 //
+// # Merge operands
+//
+// A merge operand (FlagMerge, never with FlagTombstone or FlagDeadline)
+// carries an operand for the key's merge operator as its value, always ts
+// (its commit time) and, with FlagHasExpire, the deadline its TTL gave it.
+// Its expire_ts is not its own expiry: it is the deadline of the window
+// the operand starts when it finds no live state beneath it. A reader
+// resolves a chain of operands against the versions below (see
+// MergeChain, merge.go, and RFC 0010).
+//
 // This package is engine-internal: it is importable (tools and tests read
 // its types), but it has no compatibility promise; the stable API is
 // package mayfly, storage and its drivers, and clock.
@@ -67,10 +78,11 @@ const (
 	FlagHasTS     uint8 = 1 << 1
 	FlagHasExpire uint8 = 1 << 2
 	FlagDeadline  uint8 = 1 << 3
+	FlagMerge     uint8 = 1 << 4
 
 	// KnownFlags is the set of bits a reader understands. A row with any
 	// other bit set is corrupt (or written by a newer format version).
-	KnownFlags = FlagTombstone | FlagHasTS | FlagHasExpire | FlagDeadline
+	KnownFlags = FlagTombstone | FlagHasTS | FlagHasExpire | FlagDeadline | FlagMerge
 
 	// noValue marks the kinds of row that carry no value.
 	noValue = FlagTombstone | FlagDeadline
@@ -88,7 +100,7 @@ const TrailerLen = 8
 type Row struct {
 	Key      []byte // user key
 	Seq      uint64 // sequence number, at most MaxSeq
-	Flags    uint8  // FlagTombstone | FlagHasTS | FlagHasExpire | FlagDeadline
+	Flags    uint8  // FlagTombstone | FlagHasTS | FlagHasExpire | FlagDeadline | FlagMerge
 	TS       int64  // creation time in Unix milliseconds; valid if FlagHasTS
 	ExpireTS int64  // expiry deadline in Unix milliseconds; valid if FlagHasExpire
 	Value    []byte // nil for tombstones
@@ -101,16 +113,23 @@ func (r *Row) IsTombstone() bool { return r.Flags&FlagTombstone != 0 }
 // deadline of the value beneath it and has no value of its own.
 func (r *Row) IsDeadline() bool { return r.Flags&FlagDeadline != 0 }
 
+// IsMerge reports whether the row is a merge operand: its value is an
+// operand that a reader folds onto the versions beneath it.
+func (r *Row) IsMerge() bool { return r.Flags&FlagMerge != 0 }
+
 // HasValue reports whether the row kind carries a value (neither a
-// tombstone nor a deadline row).
+// tombstone nor a deadline row; a merge operand's value is its operand).
 func (r *Row) HasValue() bool { return r.Flags&noValue == 0 }
 
 // FlagsHaveValue is HasValue for a bare flags byte.
 func FlagsHaveValue(flags uint8) bool { return flags&noValue == 0 }
 
-// ValidKind reports whether flags name one kind of row: a tombstone and a
-// deadline row at once is corrupt.
-func ValidKind(flags uint8) bool { return flags&noValue != noValue && flags&^KnownFlags == 0 }
+// ValidKind reports whether flags name one kind of row: a tombstone, a
+// deadline row and a merge operand exclude each other.
+func ValidKind(flags uint8) bool {
+	k := flags & (noValue | FlagMerge)
+	return k&(k-1) == 0 && flags&^KnownFlags == 0
+}
 
 // HasExpiry reports whether the row carries an expiry deadline.
 func (r *Row) HasExpiry() bool { return r.Flags&FlagHasExpire != 0 }
@@ -123,10 +142,11 @@ func (r *Row) ExpiredAt(nowMillis int64) bool {
 }
 
 // LiveAt reports whether a reader at nowMillis sees a value in this row:
-// it is a value row (neither a tombstone nor a deadline row) and not
-// expired. A deadline row needs Resolve.
+// it is a value row (neither a tombstone, a deadline row nor a merge
+// operand) and not expired. A deadline row needs Resolve, an operand
+// MergeChain.
 func (r *Row) LiveAt(nowMillis int64) bool {
-	return r.Flags&noValue == 0 && !r.ExpiredAt(nowMillis)
+	return r.Flags&(noValue|FlagMerge) == 0 && !r.ExpiredAt(nowMillis)
 }
 
 // Resolve applies deadline row d (the newest version of its key) to v, the

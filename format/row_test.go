@@ -89,7 +89,7 @@ func TestCompareRowsMatchesInternalKeys(t *testing.T) {
 		}
 		flags := uint8(rng.UintN(uint(KnownFlags) + 1))
 		if !ValidKind(flags) {
-			flags &^= FlagDeadline
+			flags &^= FlagDeadline | FlagMerge
 		}
 		rows[i] = Row{Key: k, Seq: seq, Flags: flags}
 	}
@@ -175,8 +175,8 @@ func TestSplitInternalKeyRoundTrip(t *testing.T) {
 }
 
 func TestSplitInternalKeyRejectsUnknownFlags(t *testing.T) {
-	for bit := 4; bit < 8; bit++ {
-		for _, base := range []uint8{0, KnownFlags &^ FlagTombstone} {
+	for bit := 5; bit < 8; bit++ {
+		for _, base := range []uint8{0, KnownFlags &^ (FlagTombstone | FlagMerge)} {
 			f := base | 1<<bit
 			ik := binary.LittleEndian.AppendUint64([]byte("key"), 42<<8|uint64(f))
 			if uk, seq, fl, ok := SplitInternalKey(ik); ok {
@@ -185,11 +185,18 @@ func TestSplitInternalKeyRejectsUnknownFlags(t *testing.T) {
 		}
 	}
 	// Every byte value: accepted exactly when it holds known bits only and
-	// names one kind of row (not a tombstone and a deadline row at once).
+	// names one kind of row (at most one of tombstone, deadline row and
+	// merge operand).
 	for f := range 256 {
 		ik := binary.LittleEndian.AppendUint64(nil, 1<<8|uint64(f))
 		_, _, _, ok := SplitInternalKey(ik)
-		want := uint8(f)&^KnownFlags == 0 && uint8(f)&(FlagTombstone|FlagDeadline) != FlagTombstone|FlagDeadline
+		kinds := 0
+		for _, k := range []uint8{FlagTombstone, FlagDeadline, FlagMerge} {
+			if uint8(f)&k != 0 {
+				kinds++
+			}
+		}
+		want := uint8(f)&^KnownFlags == 0 && kinds <= 1
 		if ok != want {
 			t.Errorf("flags %#x: ok = %v, want %v", f, ok, want)
 		}

@@ -29,7 +29,7 @@ type TableStats struct {
 
 	NumRows       uint64
 	NumTombstones uint64
-	NumTTLRows    uint64 // rows with FlagHasExpire
+	NumTTLRows    uint64 // rows with FlagHasExpire, merge operands excluded
 	TTLBytes      uint64 // key + value bytes of rows with FlagHasExpire
 
 	RowFeatures uint8 // OR of the flags of all rows

@@ -13,7 +13,7 @@
 //
 //	+-----------+------------+-------------------------+-----------+
 //	| magic     | format     | body                    | crc32c    |
-//	| 8 bytes   | u32 (= 1)  |                         | u32       |
+//	| 8 bytes   | u32 (1, 2) |                         | u32       |
 //	+-----------+------------+-------------------------+-----------+
 //	 crc32c (Castagnoli) covers every byte before it.
 //
@@ -38,6 +38,12 @@
 //	    sv min_tombstone_ts
 //	    uv num_rows, uv num_tombstones, uv num_ttl_rows, uv ttl_bytes
 //	    u8 row_features
+//	format 2 only: uv len, merge operator name (non-empty)
+//
+// A state without a merge operator name is written at format 1, so a
+// database that never set Options.MergeOperator stays readable by the
+// releases before it; one that did is refused by them with "unsupported
+// manifest format version 2" rather than read without its operator.
 //
 // The body must be consumed exactly. Every length and count is checked
 // against the bytes that remain before anything is allocated by it, and the
@@ -71,8 +77,13 @@ const Dir = "manifest"
 // Magic opens every manifest version: "MFLYMANI".
 const Magic uint64 = 0x494e414d594c464d
 
-// FormatVersion is the encoding version this package writes and reads.
-const FormatVersion uint32 = 1
+// FormatVersion is the newest encoding version this package writes and
+// reads; it reads every version from 1. Version 2 adds the merge operator
+// name and is written only when State.MergeOperator is set.
+const FormatVersion uint32 = 2
+
+// plainFormatVersion is the version of a state without a merge operator.
+const plainFormatVersion uint32 = 1
 
 const (
 	prefixLen = 12 // magic + format version
@@ -132,6 +143,9 @@ type State struct {
 	ClockHWM    int64  // highest engine clock reading persisted (Unix ms)
 	MinLogNum   uint64 // WAL segments numbered below MinLogNum are fully flushed
 	WriterEpoch uint64 // for writer fencing
+	// MergeOperator is the name of the merge operator the database's merge
+	// operands are written for (Options.MergeOperator); empty: none set yet.
+	MergeOperator string
 }
 
 // Clone returns a copy of st whose level slices may be changed without
@@ -224,7 +238,7 @@ func (st *State) Validate() error {
 // Encode returns the encoding of st. st must not contain nil files; Write
 // validates st before encoding it.
 func Encode(st *State) []byte {
-	size := prefixLen + 6*binary.MaxVarintLen64 + crcLen
+	size := prefixLen + 7*binary.MaxVarintLen64 + crcLen + len(st.MergeOperator)
 	for _, files := range st.Levels {
 		size += binary.MaxVarintLen64
 		for _, f := range files {
@@ -233,7 +247,11 @@ func Encode(st *State) []byte {
 	}
 	b := make([]byte, 0, size)
 	b = binary.LittleEndian.AppendUint64(b, Magic)
-	b = binary.LittleEndian.AppendUint32(b, FormatVersion)
+	version := plainFormatVersion
+	if st.MergeOperator != "" {
+		version = FormatVersion
+	}
+	b = binary.LittleEndian.AppendUint32(b, version)
 	b = binary.AppendUvarint(b, st.NextFileNum)
 	b = binary.AppendUvarint(b, st.LastSeq)
 	b = binary.AppendVarint(b, st.ClockHWM)
@@ -264,6 +282,10 @@ func Encode(st *State) []byte {
 			b = binary.AppendUvarint(b, f.TTLBytes)
 			b = append(b, f.RowFeatures)
 		}
+	}
+	if st.MergeOperator != "" {
+		b = binary.AppendUvarint(b, uint64(len(st.MergeOperator)))
+		b = append(b, st.MergeOperator...)
 	}
 	return appendCRC(b)
 }
@@ -353,8 +375,9 @@ func Decode(name string, data []byte) (*State, error) {
 	if got, want := binary.LittleEndian.Uint32(data[len(body):]), crc32.Checksum(body, crcTable); got != want {
 		return nil, format.Corruptf(name, int64(len(body)), "manifest checksum %#08x, computed %#08x", got, want)
 	}
-	if v := binary.LittleEndian.Uint32(data[8:]); v != FormatVersion {
-		return nil, format.Corruptf(name, 8, "unsupported manifest format version %d", v)
+	version := binary.LittleEndian.Uint32(data[8:])
+	if version < plainFormatVersion || version > FormatVersion {
+		return nil, format.Corruptf(name, 8, "unsupported manifest format version %d", version)
 	}
 	d := &decoder{name: name, data: body, off: prefixLen}
 	st := &State{}
@@ -408,6 +431,12 @@ func Decode(name string, data []byte) (*State, error) {
 			files = append(files, f)
 		}
 		st.Levels[level] = files
+	}
+	if version >= 2 && d.err == nil {
+		at := d.off
+		if st.MergeOperator = string(d.bytes("merge operator name")); d.err == nil && st.MergeOperator == "" {
+			d.fail(at, "empty merge operator name in a format 2 manifest")
+		}
 	}
 	if d.err != nil {
 		return nil, d.err

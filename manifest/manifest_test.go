@@ -55,7 +55,9 @@ func testState() *State {
 }
 
 func TestRoundTrip(t *testing.T) {
-	for _, st := range []*State{{}, {NextFileNum: 1, ClockHWM: -1}, testState()} {
+	named := testState()
+	named.MergeOperator = "mayfly.Int64Add"
+	for _, st := range []*State{{}, {NextFileNum: 1, ClockHWM: -1}, testState(), named} {
 		data := Encode(st)
 		got, err := Decode("manifest/x", data)
 		if err != nil {
@@ -277,12 +279,14 @@ func TestStructuralErrorsBehindValidCRC(t *testing.T) {
 	good := Encode(&State{NextFileNum: 1})
 	body := good[:len(good)-crcLen]
 	cases := map[string][]byte{
-		"huge count":      append(append([]byte(nil), body[:len(body)-NumLevels]...), 0xff, 0xff, 0xff, 0xff, 0x0f, 0, 0, 0, 0, 0, 0),
-		"wrong levels":    append(append([]byte(nil), body[:len(body)-NumLevels-1]...), 6, 0, 0, 0, 0, 0, 0),
-		"bad varint":      append(append([]byte(nil), body[:prefixLen]...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff),
-		"extra":           append(append([]byte(nil), body...), 1),
-		"version 2":       append(append(append([]byte(nil), body[:8]...), 2, 0, 0, 0), body[prefixLen:]...),
-		"key len too big": append(append(append([]byte(nil), body[:len(body)-NumLevels]...), 1, 5, 1, 0x80, 0x80, 0x04), make([]byte, 20)...),
+		"huge count":           append(append([]byte(nil), body[:len(body)-NumLevels]...), 0xff, 0xff, 0xff, 0xff, 0x0f, 0, 0, 0, 0, 0, 0),
+		"wrong levels":         append(append([]byte(nil), body[:len(body)-NumLevels-1]...), 6, 0, 0, 0, 0, 0, 0),
+		"bad varint":           append(append([]byte(nil), body[:prefixLen]...), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff),
+		"extra":                append(append([]byte(nil), body...), 1),
+		"version 3":            append(append(append([]byte(nil), body[:8]...), 3, 0, 0, 0), body[prefixLen:]...),
+		"version 2 no name":    append(append(append([]byte(nil), body[:8]...), 2, 0, 0, 0), body[prefixLen:]...),
+		"version 2 empty name": append(append(append(append([]byte(nil), body[:8]...), 2, 0, 0, 0), body[prefixLen:]...), 0),
+		"key len too big":      append(append(append([]byte(nil), body[:len(body)-NumLevels]...), 1, 5, 1, 0x80, 0x80, 0x04), make([]byte, 20)...),
 	}
 	for name, b := range cases {
 		_, err := Decode("m", appendCRC(b))
@@ -291,7 +295,7 @@ func TestStructuralErrorsBehindValidCRC(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		if ce.Offset < prefixLen && name != "version 2" {
+		if ce.Offset < prefixLen && name != "version 3" {
 			t.Errorf("%s: offset %d points into the header", name, ce.Offset)
 		}
 	}
@@ -338,6 +342,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add(Encode(&State{}))
 	f.Add(Encode(testState()))
 	f.Add(Encode(testState())[:40])
+	f.Add(Encode(&State{MergeOperator: "mayfly.Int64Add"}))
 	f.Add([]byte{})
 	f.Add([]byte("MFLYMANI"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -404,5 +409,24 @@ func TestFileMetaUserKeys(t *testing.T) {
 	}
 	if got := (&FileMeta{TableStats: format.TableStats{Smallest: []byte("short")}}).SmallestUserKey(); got != nil {
 		t.Fatalf("SmallestUserKey of a key shorter than a trailer = %q, want nil", got)
+	}
+}
+
+// TestMergeOperatorNameFormat: a state without a merge operator name is
+// written at format 1, byte for byte as before the field existed; one with
+// a name at format 2, which a format-1 reader refuses by its version.
+func TestMergeOperatorNameFormat(t *testing.T) {
+	plain := Encode(testState())
+	if v := plain[8]; v != 1 {
+		t.Fatalf("state without an operator at format %d, want 1", v)
+	}
+	st := testState()
+	st.MergeOperator = "counter"
+	named := Encode(st)
+	if v := named[8]; v != 2 {
+		t.Fatalf("state with an operator at format %d, want 2", v)
+	}
+	if len(named) != len(plain)+1+len("counter") {
+		t.Fatalf("named encoding %d bytes, plain %d", len(named), len(plain))
 	}
 }

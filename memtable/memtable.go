@@ -75,7 +75,7 @@ type Memtable struct {
 
 	size atomic.Int64 // approximate bytes used
 	rows atomic.Int64
-	// deadlineRows counts the deadline rows (format.FlagDeadline) added;
+	// deadlineRows counts the deadline rows and merge operands added;
 	// deadlineMinTS, guarded by mu, is the earliest commit time among them.
 	deadlineRows  atomic.Int64
 	deadlineMinTS int64
@@ -213,15 +213,16 @@ func (m *Memtable) spill() {
 }
 
 // noteExpiry folds r into the expiry summary, and counts it if it is a
-// deadline row. Caller holds mu.
+// deadline row or a merge operand (both apply to the value beneath them,
+// so both reach older rows alike). Caller holds mu.
 func (m *Memtable) noteExpiry(r *format.Row) {
-	if r.IsDeadline() {
+	if r.Flags&(format.FlagDeadline|format.FlagMerge) != 0 {
 		if m.deadlineRows.Add(1) == 1 || r.TS < m.deadlineMinTS {
 			m.deadlineMinTS = r.TS
 		}
 	}
-	if !r.HasExpiry() || r.IsTombstone() {
-		return
+	if !r.HasExpiry() || r.IsTombstone() || r.IsMerge() {
+		return // an operand's expire_ts is a window's deadline, not its expiry
 	}
 	ts := r.ExpireTS // a row without a commit time counts as written at its deadline
 	if r.Flags&format.FlagHasTS != 0 {
@@ -235,12 +236,13 @@ func (m *Memtable) noteExpiry(r *format.Row) {
 	m.minExpire = min(m.minExpire, r.ExpireTS)
 }
 
-// HasDeadlineRows reports whether a deadline row (format.FlagDeadline) was
-// added to the memtable.
+// HasDeadlineRows reports whether a deadline row (format.FlagDeadline) or a
+// merge operand (format.FlagMerge) was added to the memtable.
 func (m *Memtable) HasDeadlineRows() bool { return m.deadlineRows.Load() > 0 }
 
 // DeadlineMinTS returns the earliest commit time (Unix ms) among the
-// memtable's deadline rows; ok is false when it holds none. A deadline row
+// memtable's deadline rows and merge operands; ok is false when it holds
+// none. A deadline row (or an operand)
 // applies only to a value live when it committed, so a row whose deadline
 // passed before this time is beyond the reach of every deadline row here.
 func (m *Memtable) DeadlineMinTS() (ts int64, ok bool) {

@@ -183,9 +183,9 @@ func TestBlockedFilterCorrupt(t *testing.T) {
 	}
 }
 
-// TestFormatVersions checks that new tables are written at version 2, or
-// at FormatVersion (3) when they hold a deadline row, and read back with
-// it; the legacy golden table is at version 1 and still opens, and a
+// TestFormatVersions checks that new tables are written at version 2, at
+// version 3 when they hold a deadline row, at FormatVersion (4) when they
+// hold a merge operand, and read back with it; the legacy golden table is at version 1 and still opens, and a
 // version above FormatVersion is rejected as corruption.
 func TestFormatVersions(t *testing.T) {
 	data, props := buildTable(t, genRows(10, 1), WriterOptions{BloomBitsPerKey: 10})
@@ -195,16 +195,25 @@ func TestFormatVersions(t *testing.T) {
 	rows := genRows(10, 1)
 	rows[3] = format.Row{Key: rows[3].Key, Seq: rows[3].Seq, Flags: format.FlagDeadline | format.FlagHasTS | format.FlagHasExpire, TS: 5, ExpireTS: 9}
 	withDeadline, dprops := buildTable(t, rows, WriterOptions{BloomBitsPerKey: 10})
-	if dprops.FormatVersion != FormatVersion {
-		t.Fatalf("table with a deadline row at version %d, want %d", dprops.FormatVersion, FormatVersion)
+	if dprops.FormatVersion != deadlineFormatVersion {
+		t.Fatalf("table with a deadline row at version %d, want %d", dprops.FormatVersion, deadlineFormatVersion)
 	}
 	dr := openTable(t, withDeadline, nil)
-	if got := dr.Properties().FormatVersion; got != FormatVersion {
+	if got := dr.Properties().FormatVersion; got != deadlineFormatVersion {
 		t.Fatalf("reopened at version %d", got)
 	}
 	got, found, err := dr.Get(rows[3].Key, format.MaxSeq)
 	if err != nil || !found || !got.IsDeadline() || got.Value != nil || got.ExpireTS != 9 {
 		t.Fatalf("deadline row read back as %+v, %v, %v", got, found, err)
+	}
+	rows[5] = format.Row{Key: rows[5].Key, Seq: rows[5].Seq, Flags: format.FlagMerge | format.FlagHasTS, TS: 6, Value: []byte("+1")}
+	withMerge, mprops := buildTable(t, rows, WriterOptions{BloomBitsPerKey: 10})
+	if mprops.FormatVersion != FormatVersion {
+		t.Fatalf("table with a merge operand at version %d, want %d", mprops.FormatVersion, FormatVersion)
+	}
+	mr := openTable(t, withMerge, nil)
+	if got, found, err := mr.Get(rows[5].Key, rows[5].Seq); err != nil || !found || !got.IsMerge() || string(got.Value) != "+1" || got.TS != 6 {
+		t.Fatalf("merge operand read back as %+v, %v, %v", got, found, err)
 	}
 	legacy, err := os.ReadFile("testdata/legacy-filter-v1.sst")
 	if err != nil {

@@ -42,13 +42,18 @@ const (
 	FooterLen = 64
 	// FormatVersion is the newest table format this package writes and
 	// reads. Version 2 added the blocked filter type (filter.go); version 3
-	// added deadline rows (format.FlagDeadline). A table is written at
-	// version 3 only if it holds a deadline row, else at version 2
-	// (versionFor), so that a binary that predates deadline rows reads
-	// every table of a database that never used them and names the
+	// added deadline rows (format.FlagDeadline); version 4 merge operands
+	// (format.FlagMerge). A table is written at version 4 only if it holds
+	// an operand, else at version 3 only if it holds a deadline row, else
+	// at version 2 (versionFor), so that a binary that predates a row kind
+	// reads every table of a database that never used it and names the
 	// version of one that did. This package reads MinFormatVersion and up.
-	FormatVersion = 3
-	// plainFormatVersion is the version of a table without deadline rows.
+	FormatVersion = 4
+	// deadlineFormatVersion is the version of a table with deadline rows
+	// and no merge operand.
+	deadlineFormatVersion = 3
+	// plainFormatVersion is the version of a table without deadline rows
+	// or merge operands.
 	plainFormatVersion = 2
 	// MinFormatVersion is the oldest table format this package reads.
 	MinFormatVersion = 1
@@ -61,8 +66,11 @@ const (
 // versionFor returns the format version of a table whose rows' flags OR to
 // rowFeatures.
 func versionFor(rowFeatures uint8) uint32 {
-	if rowFeatures&format.FlagDeadline != 0 {
+	switch {
+	case rowFeatures&format.FlagMerge != 0:
 		return FormatVersion
+	case rowFeatures&format.FlagDeadline != 0:
+		return deadlineFormatVersion
 	}
 	return plainFormatVersion
 }

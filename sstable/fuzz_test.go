@@ -30,6 +30,19 @@ func FuzzOpen(f *testing.F) {
 			f.Add(data, true)
 		}
 	}
+	// A format-4 table: merge operands and a deadline row among values.
+	rows := genRows(5, 9)
+	for i := range rows {
+		rows[i].Flags, rows[i].Value = format.FlagMerge|format.FlagHasTS|format.FlagHasExpire, []byte{byte(i), 0, 0, 0, 0, 0, 0, 0}
+		rows[i].TS, rows[i].ExpireTS = 100, 200
+	}
+	rows[2] = format.Row{Key: rows[2].Key, Seq: rows[2].Seq, Flags: format.FlagDeadline | format.FlagHasTS, TS: 100}
+	merged, props := buildTable(f, rows, WriterOptions{BlockSize: 64, RestartInterval: 3})
+	if props.FormatVersion != FormatVersion {
+		f.Fatalf("seed table with operands at version %d", props.FormatVersion)
+	}
+	f.Add(merged, false)
+	f.Add(merged, true)
 	empty, _ := buildTable(f, nil, WriterOptions{})
 	f.Add(empty, false)
 	f.Add([]byte("short"), false)

@@ -61,7 +61,9 @@ func (p *Properties) record(r *format.Row) {
 		}
 		p.MinTS, p.MaxTS = min(p.MinTS, r.TS), max(p.MaxTS, r.TS)
 	}
-	if r.Flags&format.FlagHasExpire != 0 {
+	if r.Flags&(format.FlagHasExpire|format.FlagMerge) == format.FlagHasExpire {
+		// A merge operand's expire_ts is the deadline of a window it may
+		// start, not its own expiry: it is no TTL row.
 		if p.NumTTLRows == 0 {
 			p.MinExpireTS, p.MaxExpireTS = r.ExpireTS, r.ExpireTS
 		}

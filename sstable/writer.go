@@ -100,7 +100,7 @@ func (w *Writer) Add(r *format.Row) error {
 	case r.Flags&format.FlagHasTS != 0 && r.TS < 0, r.Flags&format.FlagHasExpire != 0 && r.ExpireTS < 0:
 		return fmt.Errorf("sstable: row %q has a negative time", r.Key)
 	case !format.ValidKind(r.Flags):
-		return fmt.Errorf("sstable: row %q is both a tombstone and a deadline row", r.Key)
+		return fmt.Errorf("sstable: row %q has flags %#x of more than one kind (tombstone, deadline row, merge operand)", r.Key, r.Flags)
 	case !r.HasValue() && len(r.Value) != 0:
 		return fmt.Errorf("sstable: tombstone or deadline row %q has a value", r.Key)
 	case w.filter != nil && !w.filter.canAdd():

@@ -286,3 +286,101 @@ func TestConcurrentOperations(t *testing.T) {
 	e.reopen()
 	check("after reopen")
 }
+
+// TestScaleTTLChurnMixed is the short version of the ttlscale benchmark
+// (bench/workloads_ttlscale.go): 10,000 keys rewritten at random, each put
+// with a TTL of 1 minute to 1 day (Zipf: short ones most frequent), for two
+// simulated days on the manual clock, with a 256 KiB memtable so flushes
+// and compactions run. Every simulated hour after the first half day it
+// checks that the SSTables hold at most 1.2 bytes per live user byte (key +
+// value of the rows whose latest version has not expired) and that
+// Mayfly's estimate of expired bytes still in them is at most what expired
+// within the documented reclamation bound (PeriodicCompactionInterval, 1 h,
+// plus one compaction: the step). With automatic compaction disabled every
+// one of these checks fails. Then writes stop and, as the clock passes
+// every deadline plus the bound, the SSTables must empty by themselves.
+func TestScaleTTLChurnMixed(t *testing.T) {
+	t.Parallel()
+	const (
+		keys      = 10_000
+		putsPer   = 80 // puts per step
+		step      = 5 * time.Minute
+		days      = 2
+		valueSize = 100
+		rowBytes  = 16 + valueSize
+		bound     = time.Hour + step
+	)
+	e := newEnv(t, func(o *mayfly.Options) { o.MemtableSize = 256 << 10 })
+	rng := rand.New(rand.NewPCG(21, 3))
+	zipf := rand.NewZipf(rng, 1.1, 1, 24*60-1)
+	value := make([]byte, valueSize)
+	// Random printable values that Snappy barely compresses, so that the
+	// 1.2 bound measures reclamation, not compression.
+	newValue := func() []byte {
+		for i := range value {
+			value[i] = byte(' ' + rng.IntN(95))
+		}
+		return value
+	}
+	start := e.clk.NowMillis()
+	latest := make([]int64, keys) // deadline (ms) of each key's latest row; 0: never written
+	var deadlines []int64         // every row written, for the bytes that expired within the bound
+	sample := func(now int64) (live, window int64) {
+		for _, d := range latest {
+			if d >= now {
+				live += rowBytes
+			}
+		}
+		for _, d := range deadlines {
+			if d < now && d >= now-bound.Milliseconds() {
+				window += rowBytes
+			}
+		}
+		return live, window
+	}
+	var maxAmp, maxExpired float64 // for the log
+	steps := int(days * 24 * time.Hour / step)
+	for s := range steps {
+		for range putsPer {
+			k := rng.IntN(keys)
+			ttl := time.Duration(zipf.Uint64()+1) * time.Minute
+			now := e.clk.NowMillis()
+			must(t, e.db.PutTTL([]byte(key(k)), newValue(), mayfly.ExpireAfter(ttl)))
+			latest[k] = now + ttl.Milliseconds()
+			deadlines = append(deadlines, latest[k])
+		}
+		e.clk.Advance(step)
+		must(t, e.db.WaitForCompactions(t.Context()))
+		now := e.clk.NowMillis()
+		if sim := time.Duration(now-start) * time.Millisecond; sim < 12*time.Hour || (s+1)%12 != 0 {
+			continue
+		}
+		m := e.db.Metrics()
+		live, window := sample(now)
+		var expired uint64
+		for _, l := range m.Levels {
+			expired += l.ExpiredBytes
+		}
+		amp := float64(m.DiskBytes()) / float64(live)
+		maxAmp, maxExpired = max(maxAmp, amp), max(maxExpired, float64(expired)/float64(window))
+		if amp > 1.2 {
+			t.Errorf("at %v: %d bytes in SSTables for %d live bytes: space amplification %.2f > 1.2",
+				time.Duration(now-start)*time.Millisecond, m.DiskBytes(), live, amp)
+		}
+		if expired > uint64(window) {
+			t.Errorf("at %v: %d expired bytes still in SSTables, more than the %d that expired within the last %v",
+				time.Duration(now-start)*time.Millisecond, expired, window, bound)
+		}
+	}
+	t.Logf("highest space amplification %.2f; highest expired bytes in SSTables / bytes expired within the bound %.2f", maxAmp, maxExpired)
+	// No more writes: every row expires within a day, and is off disk one
+	// bound later without any call but the clock's advances.
+	for range (24*time.Hour + 2*bound) / (30 * time.Minute) {
+		e.clk.Advance(30 * time.Minute)
+		must(t, e.db.WaitForCompactions(t.Context()))
+	}
+	if m := e.db.Metrics(); m.DiskBytes() != 0 {
+		t.Fatalf("a day and two reclamation bounds after the last write: %d bytes in %d files still in SSTables",
+			m.DiskBytes(), m.Levels[0].Files+m.Levels[len(m.Levels)-1].Files)
+	}
+}

@@ -120,6 +120,8 @@ func rowKind(flags uint8) string {
 		return "delete"
 	case flags&format.FlagDeadline != 0:
 		return "deadline"
+	case flags&format.FlagMerge != 0:
+		return "merge"
 	}
 	return "put"
 }
@@ -130,7 +132,7 @@ func flagNames(f uint8) []string {
 	for _, fl := range []struct {
 		bit  uint8
 		name string
-	}{{format.FlagTombstone, "tombstone"}, {format.FlagHasTS, "ts"}, {format.FlagHasExpire, "expire"}, {format.FlagDeadline, "deadline"}} {
+	}{{format.FlagTombstone, "tombstone"}, {format.FlagHasTS, "ts"}, {format.FlagHasExpire, "expire"}, {format.FlagDeadline, "deadline"}, {format.FlagMerge, "merge"}} {
 		if f&fl.bit != 0 {
 			names = append(names, fl.name)
 		}

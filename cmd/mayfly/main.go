@@ -11,6 +11,8 @@
 //	mayfly putnx  --dir DIR [--ttl D | --expire-at RFC3339] KEY [VALUE]
 //	mayfly cas    --dir DIR [--ttl D | --expire-at RFC3339] KEY OLD NEW
 //	mayfly getdel --dir DIR [--raw] KEY
+//	mayfly add    --dir DIR [--ttl D | --expire-at RFC3339] KEY DELTA
+//	mayfly counter --dir DIR KEY
 //	mayfly scan   --dir DIR [--prefix P] [--start K] [--end K] [--limit N] [--json] [--count]
 //	mayfly stats  --dir DIR [--json] [--now RFC3339] [--plot FILE.png|.svg] [--expiry=false]
 //	mayfly check  --dir DIR
@@ -167,6 +169,8 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			putnxCommand(),
 			casCommand(),
 			getdelCommand(),
+			addCommand(),
+			counterCommand(),
 			scanCommand(),
 			statsCommand(),
 			checkCommand(),

@@ -127,18 +127,28 @@ func requireDatabase(s storage.Storage, loc string) error {
 // must already exist (see openStore): nothing is created where there is
 // none. A database held by another process fails with an *inUseError.
 func openDB(ctx context.Context, cmd *cli.Command, readOnly, create bool) (*mayfly.DB, error) {
+	return openDBWith(ctx, cmd, readOnly, create, nil)
+}
+
+// openDBWith is openDB with the merge operator the database records (a
+// built-in: mayfly.BuiltinMergeOperator), or op when it records none.
+func openDBWith(ctx context.Context, cmd *cli.Command, readOnly, create bool, op mayfly.MergeOperator) (*mayfly.DB, error) {
 	loc, err := location(cmd)
 	if err != nil {
 		return nil, err
 	}
-	if !create {
-		s, _, err := openStore(ctx, cmd)
+	s, _, err := openStore(ctx, cmd)
+	switch {
+	case err == nil:
+		op, err = recordedOperator(s, op)
+		s.Close()
 		if err != nil {
 			return nil, err
 		}
-		s.Close()
+	case !create:
+		return nil, err
 	}
-	db, err := mayfly.Open(loc, &mayfly.Options{ReadOnly: readOnly})
+	db, err := mayfly.Open(loc, &mayfly.Options{ReadOnly: readOnly, MergeOperator: op})
 	if errors.Is(err, mayfly.ErrLocked) {
 		return nil, &inUseError{loc: loc, readOnly: readOnly}
 	}
@@ -192,4 +202,19 @@ func oneKey(cmd *cli.Command) ([]byte, error) {
 		return nil, usagef("%s: KEY must not be empty", cmd.Name)
 	}
 	return []byte(k), nil
+}
+
+// recordedOperator returns the built-in merge operator the newest manifest
+// of s records, def when it records none; an operator the tool does not
+// know is an error naming it.
+func recordedOperator(s storage.Storage, def mayfly.MergeOperator) (mayfly.MergeOperator, error) {
+	st, _, _, err := manifest.Load(s)
+	if err != nil || st == nil || st.MergeOperator == "" {
+		return def, nil // Open reports a damaged manifest itself
+	}
+	op, ok := mayfly.BuiltinMergeOperator(st.MergeOperator)
+	if !ok {
+		return nil, fmt.Errorf("the database records merge operator %q, which this tool does not have", st.MergeOperator)
+	}
+	return op, nil
 }

@@ -201,4 +201,17 @@ func TestEveryCommandOnS3(t *testing.T) {
 		t.Errorf("scan after repair = %q", got)
 	}
 	ok(t, "check", "--dir", loc)
+	// Counters on the object store: the operator recorded by add is used
+	// by every later command, repair keeps it.
+	if got := ok(t, "add", "--dir", loc, "--ttl", "1h", "n", "2"); got != "2\n" {
+		t.Errorf("add = %q", got)
+	}
+	if got := ok(t, "add", "--dir", loc, "n", "3"); got != "5\n" {
+		t.Errorf("add = %q", got)
+	}
+	ok(t, "compact", "--dir", loc)
+	ok(t, "repair", "--dir", loc)
+	if got := ok(t, "counter", "--dir", loc, "n"); got != "5\n" {
+		t.Errorf("counter after compact and repair = %q", got)
+	}
 }

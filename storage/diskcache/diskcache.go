@@ -5,8 +5,9 @@
 // Only immutable objects under the configured directories (by default
 // "sst/") are cached; logs, manifests and everything else pass through. An
 // object is copied when it is created through the cache (write-through, so a
-// writer never downloads its own tables) or on its first Open (one whole-
-// object GET instead of many ranged ones). When the budget is exceeded the
+// writer never downloads its own tables) or on its first Open, read in
+// pieces of up to fillChunk bytes: one ranged GET for a table of the default
+// target size, instead of a GET per small read. When the budget is exceeded the
 // least recently opened copies are deleted. Copies are verified by size
 // only; the SSTable format's block checksums catch any damage.
 //
@@ -134,7 +135,7 @@ func (c *Cache) Open(name string) (storage.ObjectReader, error) {
 		return src, nil // too big to cache: read it remotely
 	}
 	defer src.Close()
-	if err := c.fill(name, io.NewSectionReader(src, 0, src.Size()), src.Size()); err != nil {
+	if err := c.fill(name, src, src.Size()); err != nil {
 		return nil, err
 	}
 	if r, ok := c.openLocal(name); ok {
@@ -167,8 +168,36 @@ func (c *Cache) openLocal(name string) (storage.ObjectReader, bool) {
 	return &localReader{f: f, size: st.Size()}, true
 }
 
+// fillChunk is the largest read fill makes of the object it copies: each
+// is one ranged GET on an object store. Tables are split at
+// Options.TargetFileSize (8 MiB by default), so most take one.
+const fillChunk = 16 << 20
+
+// copyObject copies the first size bytes of src to w, reading at most
+// fillChunk bytes at a time. (io.Copy into an *os.File would read in 32 KiB
+// pieces: a GET each.)
+func copyObject(w io.Writer, src io.ReaderAt, size int64) (int64, error) {
+	buf := make([]byte, min(size, fillChunk))
+	var n int64
+	for n < size {
+		chunk := buf[:min(size-n, int64(len(buf)))]
+		m, err := src.ReadAt(chunk, n)
+		if m == len(chunk) && err == io.EOF {
+			err = nil // the last piece: EOF with every byte asked for
+		}
+		if err != nil {
+			return n, err
+		}
+		if _, err := w.Write(chunk); err != nil {
+			return n, err
+		}
+		n += int64(m)
+	}
+	return n, nil
+}
+
 // fill copies size bytes from r into the cache under name.
-func (c *Cache) fill(name string, r io.Reader, size int64) error {
+func (c *Cache) fill(name string, r io.ReaderAt, size int64) error {
 	p := c.path(name)
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return fmt.Errorf("diskcache: %w", err)
@@ -177,7 +206,7 @@ func (c *Cache) fill(name string, r io.Reader, size int64) error {
 	if err != nil {
 		return fmt.Errorf("diskcache: %w", err)
 	}
-	n, err := io.Copy(tmp, r)
+	n, err := copyObject(tmp, r, size)
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -279,9 +308,7 @@ func (w *writeThrough) Commit() error {
 		return err
 	}
 	if !w.bad && w.n <= w.c.budget {
-		if _, err := w.tmp.Seek(0, io.SeekStart); err == nil {
-			_ = w.c.fill(w.name, w.tmp, w.n) // best effort
-		}
+		_ = w.c.fill(w.name, w.tmp, w.n) // best effort
 	}
 	w.discard()
 	return nil

@@ -2,21 +2,66 @@ package diskcache
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"testing"
 
 	"github.com/mayflydb/mayfly/storage"
 )
 
-// countingStore counts Opens that reach the wrapped storage.
+// countingStore counts Opens that reach the wrapped storage, and the
+// reads made of the objects they return.
 type countingStore struct {
 	storage.Storage
-	opens int
+	opens, reads int
 }
 
 func (s *countingStore) Open(name string) (storage.ObjectReader, error) {
 	s.opens++
-	return s.Storage.Open(name)
+	r, err := s.Storage.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return &countingReader{ObjectReader: r, s: s}, nil
+}
+
+type countingReader struct {
+	storage.ObjectReader
+	s *countingStore
+}
+
+func (r *countingReader) ReadAt(p []byte, off int64) (int, error) {
+	r.s.reads++
+	return r.ObjectReader.ReadAt(p, off)
+}
+
+// TestMissCopiesInOneRead: a miss copies a table of the default target
+// size with one read of the remote object (one ranged GET on an object
+// store), and a larger one in fillChunk pieces.
+func TestMissCopiesInOneRead(t *testing.T) {
+	inner := &countingStore{Storage: storage.NewMem()}
+	c, err := New(inner, t.TempDir(), 64<<20, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{8 << 20, fillChunk + 1} {
+		data := bytes.Repeat([]byte{byte(size)}, size)
+		name := fmt.Sprintf("sst/%06d.sst", size)
+		put(t, inner.Storage, name, data)
+		inner.reads = 0
+		r, err := c.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Close()
+		want := (size + fillChunk - 1) / fillChunk
+		if inner.reads != want {
+			t.Errorf("%d-byte table: %d remote reads, want %d", size, inner.reads, want)
+		}
+		if got := read(t, c, name); !bytes.Equal(got, data) {
+			t.Errorf("%d-byte table: cached copy differs", size)
+		}
+	}
 }
 
 func put(t *testing.T, s storage.Storage, name string, data []byte) {

@@ -46,6 +46,9 @@ func allKeys() []string {
 	for i := range numTTLKeys {
 		keys = append(keys, ttlKeyName(i))
 	}
+	for i := range numCtrKeys {
+		keys = append(keys, ctrKeyName(i))
+	}
 	return keys
 }
 
@@ -89,13 +92,16 @@ const (
 	opPersist
 	opGetEx
 	opTouch
+	// Counters (merge_test.go).
+	opMerge
+	opAdd
 )
 
 var opNames = [...]string{"Put", "Delete", "Batch", "Burst", "Get", "TTL", "Scan", "IterOpen", "IterMove",
 	"IterClose", "SnapOpen", "SnapGet", "SnapTTL", "SnapScan", "SnapIterOpen", "SnapClose", "Flush",
 	"Compact", "ReclaimExpired", "WaitForCompactions", "Reopen", "Crash", "Advance", "AdvanceToExpiry", "Check",
 	"PutIfAbsent", "PutIfPresent", "CompareAndSwap", "CompareAndDelete", "GetDel", "CondBatch",
-	"Expire", "Persist", "GetEx", "Touch"}
+	"Expire", "Persist", "GetEx", "Touch", "Merge", "Add"}
 
 func (k opKind) String() string { return opNames[k] }
 
@@ -359,6 +365,8 @@ func (o op) String() string {
 		return o.condString()
 	case opExpire, opPersist, opGetEx, opTouch:
 		return o.ttlOpString()
+	case opMerge, opAdd:
+		return o.mergeString()
 	}
 	return "?"
 }
@@ -428,6 +436,8 @@ var opWeights = []weighted{
 	{8, opPersist},
 	{25, opGetEx},
 	{15, opTouch},
+	{30, opMerge},
+	{20, opAdd},
 }
 
 var totalWeight = func() int {
@@ -458,6 +468,9 @@ func (g *generator) pickKind() opKind {
 func (g *generator) readKey() string {
 	if g.chance(0.15) {
 		return ttlKeyName(g.intn(numTTLKeys))
+	}
+	if g.chance(0.1) {
+		return ctrKeyName(g.intn(numCtrKeys))
 	}
 	return g.key()
 }
@@ -767,6 +780,8 @@ func (g *generator) next() op {
 			g.condOp(&o)
 		case opExpire, opPersist, opGetEx, opTouch:
 			g.ttlOp(&o)
+		case opMerge, opAdd:
+			g.mergeOp(&o)
 		}
 		return o
 	}

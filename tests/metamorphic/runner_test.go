@@ -139,7 +139,7 @@ func newRunner(cfg config, dir string) *runner {
 }
 
 func (r *runner) options() *mayfly.Options {
-	o := &mayfly.Options{Clock: r.clk}
+	o := &mayfly.Options{Clock: r.clk, MergeOperator: mayfly.Int64Add}
 	if r.mem != nil {
 		o.Storage = r.mem
 	}
@@ -254,6 +254,9 @@ func (r *runner) step(o op) (string, error) {
 
 	case opExpire, opPersist, opGetEx, opTouch:
 		return r.ttlStep(o, now)
+
+	case opMerge, opAdd:
+		return r.mergeStep(o, now)
 
 	case opBurst:
 		nowT := r.clk.Now()

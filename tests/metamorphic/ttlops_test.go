@@ -17,6 +17,9 @@ import (
 // ttlOp fills o, of one of the TTL-operation kinds.
 func (g *generator) ttlOp(o *op) {
 	o.key = g.key()
+	if g.chance(0.15) {
+		o.key = ctrKeyName(g.intn(numCtrKeys)) // a counter's window
+	}
 	switch o.kind {
 	case opExpire, opGetEx, opTouch:
 		o.ttl = g.validTTL()

@@ -16,11 +16,12 @@ import (
 )
 
 var engineColor = map[string]color.Color{
-	"mayfly":     color.RGBA{R: 0xd9, G: 0x5f, B: 0x02, A: 0xff},
-	"pebble":     color.RGBA{R: 0x1b, G: 0x9e, B: 0x77, A: 0xff},
-	"badger":     color.RGBA{R: 0x75, G: 0x70, B: 0xb3, A: 0xff},
-	"goleveldb":  color.RGBA{R: 0x66, G: 0x66, B: 0x66, A: 0xff},
-	"pebble-l6f": color.RGBA{R: 0x66, G: 0xa6, B: 0x1e, A: 0xff},
+	"mayfly":       color.RGBA{R: 0xd9, G: 0x5f, B: 0x02, A: 0xff},
+	"pebble":       color.RGBA{R: 0x1b, G: 0x9e, B: 0x77, A: 0xff},
+	"badger":       color.RGBA{R: 0x75, G: 0x70, B: 0xb3, A: 0xff},
+	"goleveldb":    color.RGBA{R: 0x66, G: 0x66, B: 0x66, A: 0xff},
+	"pebble-l6f":   color.RGBA{R: 0x66, G: 0xa6, B: 0x1e, A: 0xff},
+	"pebble-bloom": color.RGBA{R: 0xe7, G: 0x29, B: 0x8a, A: 0xff},
 }
 
 // writeCharts draws: ops/s per workload (one panel per workload, its own
@@ -35,6 +36,11 @@ func writeCharts(all []bench.Result, engs, wls []string, dir string) ([]string, 
 		out = append(out, p)
 	}
 	if p, err := ratioChart(ag, engs, wls, filepath.Join(dir, "bench-ratio-vs-pebble.png")); err != nil {
+		return nil, err
+	} else if p != "" {
+		out = append(out, p)
+	}
+	if p, err := ttlScaleChart(ag, engs, filepath.Join(dir, "bench-ttlscale.png")); err != nil {
 		return nil, err
 	} else if p != "" {
 		out = append(out, p)
@@ -105,7 +111,12 @@ func opsPanels(ag map[string]map[string]*agg, engs, wls []string, path string) (
 		p.X.Tick.Label.XAlign = draw.XRight
 		plots[i/cols][i%cols] = p
 	}
-	w, h := vg.Points(float64(cols)*230), vg.Points(float64(rows)*220)
+	return path, savePanels(plots, vg.Points(float64(cols)*230), vg.Points(float64(rows)*220), path)
+}
+
+// savePanels draws a grid of plots (nil cells stay blank) into one w×h PNG.
+func savePanels(plots [][]*plot.Plot, w, h vg.Length, path string) error {
+	rows, cols := len(plots), len(plots[0])
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
 	t := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Points(8), PadY: vg.Points(8), PadTop: vg.Points(4), PadBottom: vg.Points(4), PadLeft: vg.Points(4), PadRight: vg.Points(4)}
@@ -117,7 +128,7 @@ func opsPanels(ag map[string]map[string]*agg, engs, wls []string, path string) (
 			}
 		}
 	}
-	return path, savePNG(img, path)
+	return savePNG(img, path)
 }
 
 type errPoint struct{ x, y, lo, hi float64 }

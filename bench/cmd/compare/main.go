@@ -75,7 +75,7 @@ func params() bench.Params {
 		BatchSize: *batchSize, TTL: *ttl, Churn: *churn, CacheBytes: *cacheMiB << 20, Bloom: *bloom,
 		Sessions: *sessions, ExpireKeys: *expKeys, Threads: *threads, TouchOps: *touchOps, Counters: *counters, YCSBOps: *ycsbOps, FillBytes: *fillBytes,
 		CPUProfile: *cpuProf, MemProfile: *memProf, PeakHeapProfile: *peakMem, RefNoGrowing: *wNoGrow,
-		RateDuration: *rwTime}
+		RateDuration: *rwTime, TTLScale: ttlScaleParams()}
 	if p.Reads <= 0 {
 		p.Reads = p.Num
 	}
@@ -93,6 +93,10 @@ func main() {
 			// peak profile's small entries are figures, not guesses.
 			runtime.MemProfileRate = 4096
 		}
+		if err := joinCgroup(*wCgroup); err != nil {
+			fmt.Fprintln(os.Stderr, "worker:", err)
+			os.Exit(1)
+		}
 		res, err := bench.RunWorker(*wEngine, *wLoad, *wDir, params())
 		res.Rep = *wRep
 		if err != nil {
@@ -109,6 +113,13 @@ func main() {
 	if err := applyWriteRates(); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
 		os.Exit(2)
+	}
+	if *scaleNs != "" {
+		if err := runScale(); err != nil {
+			fmt.Fprintln(os.Stderr, "compare:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if *from != "" {
 		if err := rebuild(); err != nil {
@@ -136,13 +147,17 @@ func runWorker(engine, workload, dir string, rep int, prof string, extra ...stri
 		case "num", "value", "reads", "seeks", "syncops", "batch", "ttl", "churn", "cache", "bloom",
 			"sessions", "expirekeys", "threads", "touchops", "ycsbops", "fillbytes", "rwtime", "counters":
 			args = append(args, "-"+f.Name+"="+f.Value.String())
+		default:
+			if strings.HasPrefix(f.Name, "ttlscale-") {
+				args = append(args, "-"+f.Name+"="+f.Value.String())
+			}
 		}
 	})
 	args = append(args, extra...)
 	if prof != "" {
 		args = append(args, "-cpuprofile", prof, "-memprofile", strings.TrimSuffix(prof, ".pprof")+".heap.pprof")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), workerTimeout())
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe, args...)
 	var stdout bytes.Buffer
@@ -310,7 +325,7 @@ func orchestrate() error {
 				if w == "ttlchurn" {
 					extra = fmt.Sprintf(" space amp %.2f", r.SpaceAmp)
 				}
-				extra += ttlLogExtra(r) + bench.YCSBLogExtra(r) + rateLogExtra(r)
+				extra += ttlLogExtra(r) + bench.YCSBLogExtra(r) + rateLogExtra(r) + ttlScaleLogExtra(r)
 				logf("rep %d %-16s %-9s %12.0f ops/s p50 %7.1fµs p99 %8.1fµs disk %7.1f MB rss %6.1f MB%s",
 					rep, w, e, r.OpsPerSec, r.P50us, r.P99us, float64(r.DiskBytes)/1e6, float64(r.PeakRSS)/1e6, extra)
 			}

@@ -100,7 +100,7 @@ func buildReport(all []bench.Result, engs, wls []string, p bench.Params, total t
 			r.fsync = append(r.fsync, x)
 		}
 	}
-	r.table = r.mainTable() + r.ttlTables() + r.counterTables() + r.ycsbTables() + r.rateTable()
+	r.table = r.mainTable() + r.ttlTables() + r.counterTables() + r.ycsbTables() + r.rateTable() + r.pointReadTable() + r.ttlScaleTable()
 	return r
 }
 

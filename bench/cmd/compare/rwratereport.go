@@ -55,7 +55,7 @@ func applyWriteRates() error {
 
 // ownTable reports whether workload w is left out of the main table.
 func ownTable(w string) bool {
-	return bench.IsTTLWorkload(w) || bench.IsRateWorkload(w) || bench.IsCounterWorkload(w)
+	return bench.IsTTLWorkload(w) || bench.IsRateWorkload(w) || bench.IsCounterWorkload(w) || w == "ttlscale"
 }
 
 // rateLogExtra is the progress-log suffix of a rate-limited run.

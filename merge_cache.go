@@ -1,0 +1,116 @@
+package mayfly
+
+import (
+	"hash/maphash"
+	"sync"
+
+	"github.com/mayflydb/mayfly/format"
+)
+
+// The resolved-counter cache: a read that folds a long chain of merge
+// operands remembers the state it resolved, keyed by the key and the
+// sequence number of the chain's newest version. A later read of the key
+// that meets a version with that sequence number takes the remembered
+// state in place of it and everything beneath, so a counter read while
+// operands pile up in the memtable folds only those newer than the last
+// read.
+//
+// Why it is exact: the state a key's versions resolve to at a sequence
+// number is fixed by commit order (RFC 0010 rules 1-3, never the reader's
+// clock), and flushes and compactions keep it for every version they keep:
+// they drop a version only together with everything it could be resolved
+// against (a fold writes the state at the newest sequence number of the
+// versions folded; a combined operand takes the newer one's number and
+// its meaning). A version met at the remembered number is that state, in
+// the memtable, a table, or the value row a flush folded it into; an
+// expired value turned into a tombstone by compaction rule 2 resolves the
+// same for every operand that can still be above it (each committed after
+// its deadline). Deadlines are judged by the reader, as always.
+
+// mergeCacheMin is the shortest chain worth remembering.
+const mergeCacheMin = 2
+
+// mergeCacheShards and mergeCacheShardSize bound the cache: at most
+// mergeCacheShards*mergeCacheShardSize keys, each holding one value.
+const (
+	mergeCacheShards    = 16
+	mergeCacheShardSize = 256
+)
+
+// mergeState is a resolved state: live (in commit order) with its value
+// and deadline, or absent, as of version seq.
+type mergeState struct {
+	seq         uint64
+	live        bool
+	hasDeadline bool
+	deadline    int64
+	value       []byte // owned by the cache entry, never modified
+}
+
+// row is the state as a version the chain can end at: a value row, or a
+// tombstone when absent.
+func (s *mergeState) row() format.Row {
+	if !s.live {
+		return format.Row{Seq: s.seq, Flags: format.FlagTombstone}
+	}
+	r := format.Row{Seq: s.seq, Value: s.value}
+	if s.hasDeadline {
+		r.Flags, r.ExpireTS = format.FlagHasExpire, s.deadline
+	}
+	return r
+}
+
+type mergeCache struct {
+	seed   maphash.Seed
+	shards [mergeCacheShards]struct {
+		mu sync.Mutex
+		m  map[string]*mergeState
+	}
+}
+
+func newMergeCache() *mergeCache { return &mergeCache{seed: maphash.MakeSeed()} }
+
+func (c *mergeCache) shard(key []byte) int {
+	return int(maphash.Bytes(c.seed, key) % mergeCacheShards)
+}
+
+// get returns the state remembered for key; nil if none.
+func (c *mergeCache) get(key []byte) *mergeState {
+	if c == nil {
+		return nil
+	}
+	sh := &c.shards[c.shard(key)]
+	sh.mu.Lock()
+	s := sh.m[string(key)]
+	sh.mu.Unlock()
+	return s
+}
+
+// put remembers the state r (ok false: absent) of key at version seq,
+// copying the value, unless a newer state is remembered already, and
+// returns the copy (immutable; nil when absent). A full shard forgets an
+// arbitrary key first.
+func (c *mergeCache) put(key []byte, seq uint64, r *format.Row, ok bool) []byte {
+	s := &mergeState{seq: seq, live: ok}
+	if ok {
+		s.value = append([]byte(nil), r.Value...)
+		s.hasDeadline, s.deadline = r.HasExpiry(), r.ExpireTS
+	}
+	sh := &c.shards[c.shard(key)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if old := sh.m[string(key)]; old != nil && old.seq >= seq {
+		return s.value
+	}
+	if sh.m == nil {
+		sh.m = make(map[string]*mergeState)
+	}
+	if len(sh.m) >= mergeCacheShardSize {
+		for k := range sh.m {
+			delete(sh.m, k)
+			break
+		}
+	}
+	sh.m[string(key)] = s
+	return s.value
+}

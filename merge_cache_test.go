@@ -1,0 +1,88 @@
+package mayfly
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mayflydb/mayfly/clock"
+)
+
+// TestMergeCacheExact: reads of a counter remember its resolved state and
+// later reads fold only the newer operands onto it; the answers stay those
+// of the rules through new operands, a flush (the remembered version then
+// is a folded value row), a compaction, a snapshot older than the
+// remembered version, an ended window and a delete.
+func TestMergeCacheExact(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openCounterDB(t, t.TempDir(), clk)
+	defer db.Close()
+	minute := ExpireAfter(time.Minute)
+	for range 20 {
+		addBlind(t, db, "c", 1, minute)
+	}
+	wantCounter(t, db, "c", 20, epoch.Add(time.Minute))
+	if s := db.mergeCache.get([]byte("c")); s == nil || !s.live || s.seq != db.visibleSeq.Load() {
+		t.Fatalf("no state remembered at the newest version: %+v", s)
+	}
+	snap, err := db.NewSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	for i := range 5 {
+		addBlind(t, db, "c", 1, minute)
+		wantCounter(t, db, "c", int64(21+i), epoch.Add(time.Minute))
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	addBlind(t, db, "c", 10, minute)
+	wantCounter(t, db, "c", 35, epoch.Add(time.Minute))
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	wantCounter(t, db, "c", 35, epoch.Add(time.Minute))
+	if v, err := snap.Get([]byte("c")); err != nil || string(v) != string(EncodeInt64(20)) {
+		t.Fatalf("snapshot reads %x, %v; want 20", v, err)
+	}
+	clk.Advance(time.Minute + time.Millisecond)
+	if _, _, ok := counterOf(t, db, "c"); ok {
+		t.Fatal("counter read after its window ended")
+	}
+	for range 3 {
+		addBlind(t, db, "c", 2, minute)
+	}
+	wantCounter(t, db, "c", 6, clk.Now().Add(time.Minute))
+	if err := db.Delete([]byte("c")); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, db, "c", "")
+	addBlind(t, db, "c", 4, NoExpiry())
+	wantCounter(t, db, "c", 4, time.Time{})
+}
+
+// TestMergeCacheBounded: the cache forgets keys beyond its size instead of
+// growing, and reads stay exact for forgotten keys.
+func TestMergeCacheBounded(t *testing.T) {
+	db := openCounterDB(t, t.TempDir(), clock.NewManual(epoch))
+	defer db.Close()
+	const keys = mergeCacheShards*mergeCacheShardSize + 500
+	for i := range keys {
+		k := fmt.Sprintf("k%05d", i)
+		addBlind(t, db, k, 1, NoExpiry())
+		addBlind(t, db, k, 1, NoExpiry())
+		wantCounter(t, db, k, 2, time.Time{})
+	}
+	n := 0
+	for i := range db.mergeCache.shards {
+		n += len(db.mergeCache.shards[i].m)
+	}
+	if n > mergeCacheShards*mergeCacheShardSize {
+		t.Fatalf("cache holds %d keys", n)
+	}
+	for i := range keys {
+		wantCounter(t, db, fmt.Sprintf("k%05d", i), 2, time.Time{})
+	}
+}
