@@ -77,7 +77,7 @@ func report(w io.Writer, p params, r *result) {
 	for _, f := range []struct {
 		how string
 		f   fetch
-	}{{"as the disk cache fills (io.Copy)", r.copied}, {"with one read of the whole object", r.whole}} {
+	}{{"in 32 KiB reads (io.Copy)", r.copied}, {"with one read of the whole object (as the disk cache fills)", r.whole}} {
 		fmt.Fprintf(w, "  copying its largest table (%.1f MB) %s: %s (%s)\n", float64(f.f.size)/1e6, f.how, ms(f.f.took), byKind(f.f.reqs, 0))
 	}
 	fmt.Fprintf(w, "open with an empty disk cache: %s (%s); first read %s\n", ms(r.open), byKind(r.openReqs, 0), ms(r.first))
