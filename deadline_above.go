@@ -3,7 +3,6 @@ package mayfly
 import (
 	"math"
 
-	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/memtable"
 )
@@ -94,16 +93,21 @@ func flushDeadlineSources(rs *readState, m *memtable.Memtable) *deadlineSources 
 }
 
 // compactionDeadlineSources returns the sources above compaction j's
-// inputs in rs: every memtable, the level-0 tables that are not inputs,
-// and the tables of the levels above the first input level, each if it
+// inputs in rs: every memtable and every table that is not an input, of
+// level 0 and of each level above the last input level, each if it
 // overlaps the inputs' key range [j.Lo, j.Hi] and its deadline rows are
-// early enough to reach an input row.
+// early enough to reach an input row. A table of an input level that is
+// not an input counts as well: the input tables of a deeper level may
+// reach past the key range of that level's inputs, under such a table,
+// which is newer than they are. (It holds no key of its own level's
+// inputs, whose key ranges it does not overlap, so it asks nothing more
+// of them.)
 func compactionDeadlineSources(rs *readState, j *compactionJob) *deadlineSources {
 	s := &deadlineSources{reach: math.MinInt64}
-	top := compaction.NumLevels
+	last := 0
 	isInput := map[*tableFile]bool{}
 	for i, in := range j.Inputs {
-		top = min(top, in.Level)
+		last = max(last, in.Level)
 		for _, t := range j.inputs[i] {
 			isInput[t] = true
 			if t.Meta.NumTTLRows > 0 {
@@ -122,7 +126,7 @@ func compactionDeadlineSources(rs *readState, j *compactionJob) *deadlineSources
 		s.addMem(m)
 	}
 	// Level 0 always: its tables that are not inputs may be newer.
-	for l := range max(top, 1) {
+	for l := range max(last, 1) {
 		for _, t := range rs.v.levels[l] {
 			if !isInput[t] {
 				s.addTable(t, j.Lo, j.Hi)

@@ -119,3 +119,56 @@ func TestDeadlineAboveNoCompactionLoop(t *testing.T) {
 	}
 	mustGet(t, db, "k07", string(value))
 }
+
+// TestDeadlineRowInSiblingTableKeepsValue: a compaction of a level-5 table
+// into level 6 also rewrites the level-6 table beneath it, whose key range
+// reaches past the level-5 input into the range of another level-5 table.
+// That other table is not an input, yet it is newer than the level-6 rows
+// it covers: its deadline row (a Persist) keeps the value beneath it, whose
+// own deadline has passed.
+func TestDeadlineRowInSiblingTableKeepsValue(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openTestDB(t, t.TempDir(), clk, func(o *Options) { o.DisableAutoCompaction = true })
+	defer db.Close()
+	ctx := context.Background()
+	put := func(key string, ttl TTL) {
+		t.Helper()
+		if err := db.PutTTL([]byte(key), []byte("v"+key), ttl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Level 6: one table spanning a..z.
+	put("a", NoExpiry())
+	put("m", ExpireAfter(10*time.Second))
+	put("z", NoExpiry())
+	if err := db.Compact(ctx, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Level 5: the deadline row of m, alone in its table.
+	if ok, err := db.Persist([]byte("m")); !ok || err != nil {
+		t.Fatalf("Persist = %v, %v", ok, err)
+	}
+	if err := db.CompactWith(ctx, []byte("m"), []byte("m"), &CompactOptions{OutputLevel: 5}); err != nil {
+		t.Fatal(err)
+	}
+	// Level 5: a table of b, left of m's, which expires first.
+	put("b", ExpireAfter(time.Second))
+	if err := db.CompactWith(ctx, []byte("b"), []byte("b"), &CompactOptions{OutputLevel: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if m := db.Metrics(); m.Levels[5].Files != 2 || m.Levels[6].Files != 1 {
+		t.Fatalf("setup: L5 has %d tables, L6 %d; want 2 and 1", m.Levels[5].Files, m.Levels[6].Files)
+	}
+	clk.Advance(20 * time.Second) // b and m's own deadline have passed
+	mustGet(t, db, "m", "vm")
+	// ReclaimExpired compacts the table of b to the bottom, with the
+	// level-6 table beneath it: m's row is an input, its deadline row not.
+	if err := db.ReclaimExpired(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mustGet(t, db, "m", "vm")
+	mustGet(t, db, "b", "")
+	if _, expires, err := db.TTL([]byte("m")); err != nil || expires {
+		t.Fatalf("TTL(m) = _, %v, %v; want no expiry", expires, err)
+	}
+}
