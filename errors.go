@@ -59,4 +59,8 @@ var (
 	// match the one recorded in the manifest (or none for a database that
 	// has one); the error names both.
 	ErrMergeOperator = errors.New("mayfly: merge operator mismatch")
+	// ErrInvalidOperand means a merge operand was refused at write time
+	// by the operator's OperandValidator (the built-ins take 8-byte
+	// operands); nothing is written.
+	ErrInvalidOperand = errors.New("mayfly: invalid merge operand")
 )

@@ -73,6 +73,13 @@ type int64Op struct {
 
 func (o int64Op) Name() string { return o.name }
 
+func (o int64Op) ValidOperand(_, operand []byte) error {
+	if len(operand) != 8 {
+		return fmt.Errorf("%s takes 8-byte operands (EncodeInt64), not %d bytes", o.name, len(operand))
+	}
+	return nil
+}
+
 func (o int64Op) FullMerge(key, base []byte, hasBase bool, operands [][]byte) ([]byte, error) {
 	var acc int64
 	i := 0
@@ -160,7 +167,21 @@ func (b *Batch) Merge(key, operand []byte, ttl TTL) error {
 	if len(operand) > MaxValueSize {
 		return b.fail(fmt.Errorf("%w: operand of %d bytes (limit %d)", ErrValueTooLarge, len(operand), MaxValueSize))
 	}
+	if v, ok := b.db.opts.MergeOperator.(OperandValidator); ok {
+		if err := v.ValidOperand(key, operand); err != nil {
+			return b.fail(fmt.Errorf("%w: %w", ErrInvalidOperand, err))
+		}
+	}
 	return b.appendWithTTL(format.FlagMerge, key, operand, ttl)
+}
+
+// OperandValidator is implemented by merge operators that can tell a
+// malformed operand at write time. Merge refuses such an operand with
+// ErrInvalidOperand and writes nothing, rather than storing a row that
+// would fail every later read of its key. The built-in operators accept
+// 8-byte operands only.
+type OperandValidator interface {
+	ValidOperand(key, operand []byte) error
 }
 
 // AddBlind adds delta to the counter key as an operand, without reading it

@@ -84,6 +84,32 @@ func TestMergeWithoutOperator(t *testing.T) {
 	mustGet(t, db, "k", "")
 }
 
+// TestMergeRefusesMalformedOperand: a built-in operator's operand of the
+// wrong length is refused when written, with nothing of its batch written,
+// so no read of the key can fail on it later.
+func TestMergeRefusesMalformedOperand(t *testing.T) {
+	db := openCounterDB(t, t.TempDir(), clock.NewManual(epoch))
+	defer db.Close()
+	must(t, db.Merge([]byte("k"), EncodeInt64(2), NoExpiry()))
+	if err := db.Merge([]byte("k"), []byte("abc"), NoExpiry()); !errors.Is(err, ErrInvalidOperand) {
+		t.Fatalf("Merge of a 3-byte operand: %v, want ErrInvalidOperand", err)
+	}
+	b := db.NewBatch()
+	defer b.Close()
+	must(t, b.Put([]byte("p"), []byte("v")))
+	if err := b.Merge([]byte("k"), nil, NoExpiry()); !errors.Is(err, ErrInvalidOperand) {
+		t.Fatalf("Batch.Merge of an empty operand: %v", err)
+	}
+	if err := b.Write(nil); !errors.Is(err, ErrInvalidOperand) {
+		t.Fatalf("Write: %v", err)
+	}
+	mustGet(t, db, "p", "")
+	v, err := db.Get([]byte("k"))
+	if n, ok := DecodeInt64(v); err != nil || !ok || n != 2 {
+		t.Fatalf("counter after the refused operands: %v, %v", v, err)
+	}
+}
+
 // TestMergeTTLRules: RFC 0010 rules 1 to 5 through the DB, read from the
 // memtable, then again after a flush and after a full compaction.
 func TestMergeTTLRules(t *testing.T) {
