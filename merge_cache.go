@@ -31,20 +31,39 @@ import (
 const mergeCacheMin = 2
 
 // mergeCacheShards and mergeCacheShardSize bound the cache: at most
-// mergeCacheShards*mergeCacheShardSize keys, each holding one value.
+// mergeCacheShards*mergeCacheShardSize keys, each holding one state (a
+// key, a slot and a state with its value: about 100 bytes for a counter).
 const (
-	mergeCacheShards    = 16
-	mergeCacheShardSize = 256
+	mergeCacheShards    = 64
+	mergeCacheShardSize = 512
 )
 
 // mergeState is a resolved state: live (in commit order) with its value
-// and deadline, or absent, as of version seq.
+// and deadline, or absent, as of version seq. A state is never modified
+// once the cache holds it: a newer state replaces it in its key's slot.
 type mergeState struct {
 	seq         uint64
 	live        bool
 	hasDeadline bool
 	deadline    int64
-	value       []byte // owned by the cache entry, never modified
+	value       []byte // inline[:n] when it fits there, else its own copy
+	inline      [8]byte
+}
+
+// newMergeState returns a state of the given window holding a copy of
+// value, allocated together with the state when it is 8 bytes or shorter.
+func newMergeState(seq uint64, live, hasDeadline bool, deadline int64, value []byte) *mergeState {
+	s := &mergeState{seq: seq, live: live}
+	if !live {
+		return s
+	}
+	s.hasDeadline, s.deadline = hasDeadline, deadline
+	if len(value) <= len(s.inline) {
+		s.value = s.inline[:copy(s.inline[:], value):len(value)]
+	} else {
+		s.value = append([]byte(nil), value...)
+	}
+	return s
 }
 
 // row is the state as a version the chain can end at: a value row, or a
@@ -60,11 +79,16 @@ func (s *mergeState) row() format.Row {
 	return r
 }
 
+// mergeSlot holds a key's newest remembered state; replacing the state in
+// place keeps the map's key, so that remembering a newer state of a key
+// allocates the state only.
+type mergeSlot struct{ s *mergeState }
+
 type mergeCache struct {
 	seed   maphash.Seed
 	shards [mergeCacheShards]struct {
 		mu sync.Mutex
-		m  map[string]*mergeState
+		m  map[string]*mergeSlot
 	}
 }
 
@@ -81,7 +105,10 @@ func (c *mergeCache) get(key []byte) *mergeState {
 	}
 	sh := &c.shards[c.shard(key)]
 	sh.mu.Lock()
-	s := sh.m[string(key)]
+	var s *mergeState
+	if slot := sh.m[string(key)]; slot != nil {
+		s = slot.s
+	}
 	sh.mu.Unlock()
 	return s
 }
@@ -91,19 +118,25 @@ func (c *mergeCache) get(key []byte) *mergeState {
 // returns the copy (immutable; nil when absent). A full shard forgets an
 // arbitrary key first.
 func (c *mergeCache) put(key []byte, seq uint64, r *format.Row, ok bool) []byte {
-	s := &mergeState{seq: seq, live: ok}
-	if ok {
-		s.value = append([]byte(nil), r.Value...)
-		s.hasDeadline, s.deadline = r.HasExpiry(), r.ExpireTS
-	}
+	s := newMergeState(seq, ok, r.HasExpiry(), r.ExpireTS, r.Value)
+	c.remember(key, s)
+	return s.value
+}
+
+// remember makes s key's state unless a state at least as new is
+// remembered.
+func (c *mergeCache) remember(key []byte, s *mergeState) {
 	sh := &c.shards[c.shard(key)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if old := sh.m[string(key)]; old != nil && old.seq >= seq {
-		return s.value
+	if slot := sh.m[string(key)]; slot != nil {
+		if slot.s.seq < s.seq {
+			slot.s = s
+		}
+		return
 	}
 	if sh.m == nil {
-		sh.m = make(map[string]*mergeState)
+		sh.m = make(map[string]*mergeSlot)
 	}
 	if len(sh.m) >= mergeCacheShardSize {
 		for k := range sh.m {
@@ -111,6 +144,5 @@ func (c *mergeCache) put(key []byte, seq uint64, r *format.Row, ok bool) []byte 
 			break
 		}
 	}
-	sh.m[string(key)] = s
-	return s.value
+	sh.m[string(key)] = &mergeSlot{s: s}
 }

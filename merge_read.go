@@ -59,9 +59,10 @@ func (c *mergeChain) reverse() {
 }
 
 // resolve points the rows' values into the arena and folds the chain
-// (newest first) with op. key names the key for the operator.
-func (c *mergeChain) resolve(key []byte, op MergeOperator) (format.Row, bool, error) {
-	if op == nil {
+// (newest first) with m (DB.merger; nil: no operator is set). key names
+// the key for the operator.
+func (c *mergeChain) resolve(key []byte, m format.Merger) (format.Row, bool, error) {
+	if m == nil {
 		return format.Row{}, false, fmt.Errorf("%w: key %q has merge operands", ErrNoMergeOperator, key)
 	}
 	for i := range c.rows {
@@ -72,7 +73,7 @@ func (c *mergeChain) resolve(key []byte, op MergeOperator) (format.Row, bool, er
 	if cap(c.ops) < len(c.rows) {
 		c.ops = make([][]byte, 0, 2*len(c.rows)) // MergeChain's operand list fits
 	}
-	r, ok, err := format.MergeChain(c.rows, merger{op}, c.ops)
+	r, ok, err := format.MergeChain(c.rows, m, c.ops)
 	r.Key = nil
 	return r, ok, err
 }
@@ -103,7 +104,7 @@ func (db *DB) findMerged(rs *readState, key []byte, seq, newest uint64) (format.
 	}); err != nil {
 		return format.Row{}, sstable.BlockRef{}, false, err
 	}
-	r, ok, err := c.resolve(key, db.opts.MergeOperator)
+	r, ok, err := c.resolve(key, db.merger())
 	if err != nil {
 		return format.Row{}, sstable.BlockRef{}, false, err
 	}
@@ -169,7 +170,7 @@ func (db *DB) stateBeneath(rs *readState, from int) beneathFunc {
 		}); err != nil || len(c.rows) == 0 {
 			return format.Row{}, false, err
 		}
-		return c.resolve(key, db.opts.MergeOperator)
+		return c.resolve(key, db.merger())
 	}
 }
 
@@ -214,7 +215,7 @@ func (it *Iterator) mergeForward(d *format.Row) (resolved format.Row, found, ok 
 		it.err = err
 		return format.Row{}, false, false
 	}
-	r, found, err := c.resolve(it.key, it.db.opts.MergeOperator)
+	r, found, err := c.resolve(it.key, it.db.merger())
 	if err != nil {
 		it.err = err
 		return format.Row{}, false, false
@@ -243,7 +244,7 @@ func (it *Iterator) seedChain(live bool, seq uint64) {
 func (it *Iterator) settleMerge(live *bool) bool {
 	it.hasMerge = false
 	it.chain.reverse()
-	r, ok, err := it.chain.resolve(it.key, it.db.opts.MergeOperator)
+	r, ok, err := it.chain.resolve(it.key, it.db.merger())
 	it.chain.reset()
 	if err != nil {
 		it.err = err

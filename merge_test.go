@@ -364,6 +364,46 @@ func TestMergeIterator(t *testing.T) {
 	check("snapshot compacted", scanBoth(t, func() (*Iterator, error) { return snap.NewIter(nil) }), wantSnap)
 }
 
+// TestAddRemembersState: an Add leaves the counter's state at its own
+// version in the resolved-counter cache, so that the next read or Add of
+// the key looks up one version; that state is the one the rules give
+// without the cache: a new window, a window joined, the next window after
+// the deadline, a plain 8-byte value's deadline kept, a deleted counter.
+func TestAddRemembersState(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openCounterDB(t, t.TempDir(), clk)
+	defer db.Close()
+	minute := ExpireAfter(time.Minute)
+	step := func(key string, delta, want int64, ttl TTL, deadline time.Time) {
+		t.Helper()
+		if n, err := db.Add([]byte(key), delta, ttl); err != nil || n != want {
+			t.Fatalf("Add(%s, %d) = %d, %v; want %d", key, delta, n, err, want)
+		}
+		s := db.mergeCache.get([]byte(key))
+		if s == nil || s.seq != db.visibleSeq.Load() {
+			t.Fatalf("Add(%s) left no state at its version %d: %+v", key, db.visibleSeq.Load(), s)
+		}
+		wantCounter(t, db, key, want, deadline)
+		cache := db.mergeCache
+		db.mergeCache = newMergeCache() // the same read resolving every version
+		wantCounter(t, db, key, want, deadline)
+		db.mergeCache = cache
+	}
+	step("c", 5, 5, minute, epoch.Add(time.Minute))
+	clk.Advance(30 * time.Second)
+	step("c", 2, 7, minute, epoch.Add(time.Minute))
+	clk.Advance(30*time.Second + time.Millisecond)
+	step("c", 1, 1, minute, clk.Now().Add(time.Minute))
+	if err := db.PutTTL([]byte("p"), EncodeInt64(10), ExpireAfter(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	step("p", 1, 11, NoExpiry(), clk.Now().Add(10*time.Second))
+	if err := db.Delete([]byte("c")); err != nil {
+		t.Fatal(err)
+	}
+	step("c", 3, 3, NoExpiry(), time.Time{})
+}
+
 // BenchmarkMergeBlind: blind increments (DB.Merge of Int64Add operands)
 // over 10k keys with a 60 s window, one goroutine, NoSync.
 func BenchmarkMergeBlind(b *testing.B) {
