@@ -80,33 +80,36 @@ func (s *mergeState) row() format.Row {
 }
 
 // mergeSlot holds a key's newest remembered state; replacing the state in
-// place keeps the map's key, so that remembering a newer state of a key
-// allocates the state only.
-type mergeSlot struct{ s *mergeState }
+// place keeps the slot and its key, so that remembering a newer state of
+// a key allocates the state only.
+type mergeSlot struct {
+	key string
+	s   *mergeState
+}
 
+// mergeCache maps the 64-bit hash of a key (one hash per access, which
+// also picks the shard) to its slot; a slot whose key differs is a hash
+// collision, a miss for the key looked up.
 type mergeCache struct {
 	seed   maphash.Seed
 	shards [mergeCacheShards]struct {
 		mu sync.Mutex
-		m  map[string]*mergeSlot
+		m  map[uint64]*mergeSlot
 	}
 }
 
 func newMergeCache() *mergeCache { return &mergeCache{seed: maphash.MakeSeed()} }
-
-func (c *mergeCache) shard(key []byte) int {
-	return int(maphash.Bytes(c.seed, key) % mergeCacheShards)
-}
 
 // get returns the state remembered for key; nil if none.
 func (c *mergeCache) get(key []byte) *mergeState {
 	if c == nil {
 		return nil
 	}
-	sh := &c.shards[c.shard(key)]
+	h := maphash.Bytes(c.seed, key)
+	sh := &c.shards[h%mergeCacheShards]
 	sh.mu.Lock()
 	var s *mergeState
-	if slot := sh.m[string(key)]; slot != nil {
+	if slot := sh.m[h]; slot != nil && slot.key == string(key) {
 		s = slot.s
 	}
 	sh.mu.Unlock()
@@ -124,19 +127,26 @@ func (c *mergeCache) put(key []byte, seq uint64, r *format.Row, ok bool) []byte 
 }
 
 // remember makes s key's state unless a state at least as new is
-// remembered.
+// remembered. A key whose hash collides with a remembered one's takes its
+// slot.
 func (c *mergeCache) remember(key []byte, s *mergeState) {
-	sh := &c.shards[c.shard(key)]
+	h := maphash.Bytes(c.seed, key)
+	sh := &c.shards[h%mergeCacheShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if slot := sh.m[string(key)]; slot != nil {
+	slot := sh.m[h]
+	switch {
+	case slot != nil && slot.key == string(key):
 		if slot.s.seq < s.seq {
 			slot.s = s
 		}
 		return
+	case slot != nil:
+		sh.m[h] = &mergeSlot{key: string(key), s: s}
+		return
 	}
 	if sh.m == nil {
-		sh.m = make(map[string]*mergeSlot)
+		sh.m = make(map[uint64]*mergeSlot)
 	}
 	if len(sh.m) >= mergeCacheShardSize {
 		for k := range sh.m {
@@ -144,5 +154,5 @@ func (c *mergeCache) remember(key []byte, s *mergeState) {
 			break
 		}
 	}
-	sh.m[string(key)] = &mergeSlot{s: s}
+	sh.m[h] = &mergeSlot{key: string(key), s: s}
 }

@@ -3,6 +3,7 @@ package mayfly
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"testing"
 	"time"
 
@@ -84,5 +85,33 @@ func TestMergeCacheBounded(t *testing.T) {
 	}
 	for i := range keys {
 		wantCounter(t, db, fmt.Sprintf("k%05d", i), 2, time.Time{})
+	}
+}
+
+// TestMergeCacheHashCollision: the cache finds a key's slot by the key's
+// hash; a slot of another key under the same hash is a miss, and
+// remembering the key takes the slot over.
+func TestMergeCacheHashCollision(t *testing.T) {
+	c := newMergeCache()
+	a, b := []byte("a"), []byte("b")
+	c.remember(a, newMergeState(5, true, false, 0, EncodeInt64(1)))
+	// Move a's slot under b's hash, as a collision would place it.
+	ha, hb := maphash.Bytes(c.seed, a), maphash.Bytes(c.seed, b)
+	slot := c.shards[ha%mergeCacheShards].m[ha]
+	delete(c.shards[ha%mergeCacheShards].m, ha)
+	sh := &c.shards[hb%mergeCacheShards]
+	if sh.m == nil {
+		sh.m = map[uint64]*mergeSlot{}
+	}
+	sh.m[hb] = slot
+	if s := c.get(b); s != nil {
+		t.Fatalf("b reads a's state %+v", s)
+	}
+	c.remember(b, newMergeState(3, true, false, 0, EncodeInt64(7)))
+	if s := c.get(b); s == nil || s.seq != 3 || string(s.value) != string(EncodeInt64(7)) {
+		t.Fatalf("b reads %+v after remembering its state", s)
+	}
+	if s := c.get(a); s != nil {
+		t.Fatalf("a reads %+v", s)
 	}
 }
