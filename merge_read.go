@@ -164,13 +164,18 @@ func (db *DB) stateBeneath(rs *readState, from int) beneathFunc {
 		return nil
 	}
 	return func(key []byte) (format.Row, bool, error) {
-		var c mergeChain
+		c := chainPool.Get().(*mergeChain)
+		defer c.release()
 		if err := c.collect(key, format.MaxSeq, func(seq uint64) (format.Row, sstable.BlockRef, bool, error) {
 			return db.findInTables(rs, key, seq, from)
 		}); err != nil || len(c.rows) == 0 {
 			return format.Row{}, false, err
 		}
-		return c.resolve(key, db.merger())
+		r, ok, err := c.resolve(key, db.merger())
+		if ok {
+			r.Value = bytes.Clone(r.Value) // it may alias the chain's arena
+		}
+		return r, ok, err
 	}
 }
 
