@@ -93,15 +93,7 @@ func (db *DB) findMerged(rs *readState, key []byte, seq, newest uint64) (format.
 	}
 	c := chainPool.Get().(*mergeChain)
 	defer c.release()
-	if err := c.collect(key, seq, func(seq uint64) (format.Row, sstable.BlockRef, bool, error) {
-		r, ref, found, err := db.find(rs, key, seq)
-		if found && cached != nil && r.Seq == cached.seq {
-			// The state remembered at this version (merge_cache.go).
-			ref.Release()
-			return cached.row(), sstable.BlockRef{}, true, nil
-		}
-		return r, ref, found, err
-	}); err != nil {
+	if err := db.collectResolved(c, rs, key, seq, cached); err != nil {
 		return format.Row{}, sstable.BlockRef{}, false, err
 	}
 	r, ok, err := c.resolve(key, db.merger())
@@ -132,6 +124,47 @@ func (c *mergeChain) release() {
 	c.reset()
 	clear(c.ops[:cap(c.ops)])
 	chainPool.Put(c)
+}
+
+// collectResolved adds to c the versions of key visible at seq in rs, newest
+// first, as collect with DB.find would, down to a value row, a tombstone,
+// the oldest version or the version cached (when not nil) remembers a
+// state at, which it adds in place of that version and everything beneath
+// (merge_cache.go). A memtable's versions are walked in one search each
+// (Memtable.Versions): find returns the newest version at most seq of the
+// first source holding one, so each source yields its versions below the
+// last one added before the next source is asked.
+func (db *DB) collectResolved(c *mergeChain, rs *readState, key []byte, seq uint64, cached *mergeState) error {
+	done := false
+	visit := func(r format.Row) bool {
+		if cached != nil && r.Seq == cached.seq {
+			base := cached.row()
+			c.add(&base)
+			done = true
+		} else {
+			done = c.add(&r) || r.Seq == 0
+		}
+		seq = r.Seq - 1
+		return !done
+	}
+	rs.mem.Versions(key, seq, visit)
+	for _, m := range rs.imm {
+		if done {
+			return nil
+		}
+		m.Versions(key, seq, visit)
+	}
+	if done {
+		return nil
+	}
+	return c.collect(key, seq, func(seq uint64) (format.Row, sstable.BlockRef, bool, error) {
+		r, ref, found, err := db.findInTables(rs, key, seq, 0)
+		if found && cached != nil && r.Seq == cached.seq {
+			ref.Release()
+			return cached.row(), sstable.BlockRef{}, true, nil
+		}
+		return r, ref, found, err
+	})
 }
 
 // collect adds the versions of key that find returns, newest first from

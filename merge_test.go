@@ -445,12 +445,16 @@ func BenchmarkAdd(b *testing.B) {
 // BenchmarkGetCounter100Operands: Get of a counter whose value is 100
 // pending operands (each committed in its own millisecond, so no two
 // combine unless their window is known), against Get of a plain row, over
-// the same 1000 keys; in the memtable and after a flush.
+// the same 1000 keys; in the memtable and after a flush; and in the
+// memtable without the resolved-counter cache.
 func BenchmarkGetCounter100Operands(b *testing.B) {
 	const keys, ops = 1000, 100
 	build := func(b *testing.B, counter, flush bool) *DB {
 		clk := clock.NewManual(epoch)
-		db := openBenchDB(b, func(o *Options) { o.MergeOperator = Int64Add; o.Clock = clk })
+		db := openBenchDB(b, func(o *Options) {
+			// Room for every operand: "memtable" reads find them all there.
+			o.MergeOperator, o.Clock, o.MemtableSize = Int64Add, clk, 64<<20
+		})
 		k := make([]byte, benchKeySize)
 		for round := range ops {
 			clk.Advance(time.Millisecond)
@@ -495,6 +499,13 @@ func BenchmarkGetCounter100Operands(b *testing.B) {
 		b.Run("plain-"+where, func(b *testing.B) { get(b, build(b, false, flush)) })
 		b.Run("counter-"+where, func(b *testing.B) { get(b, build(b, true, flush)) })
 	}
+	// Every read folds the 100 operands (no resolved-counter cache): the
+	// cost of a first read, or of one after the cache forgot the key.
+	b.Run("counter-memtable-uncached", func(b *testing.B) {
+		db := build(b, true, false)
+		db.mergeCache = nil
+		get(b, db)
+	})
 }
 
 // TestMergeIteratorNextAfterChain: a forward iterator that resolved a
