@@ -1,6 +1,7 @@
 package mayfly
 
 import (
+	"bytes"
 	"hash/maphash"
 	"sync"
 
@@ -40,14 +41,16 @@ const (
 
 // mergeState is a resolved state: live (in commit order) with its value
 // and deadline, or absent, as of version seq. A state is never modified
-// once the cache holds it: a newer state replaces it in its key's slot.
+// once the cache holds it: a newer state replaces it.
 type mergeState struct {
 	seq         uint64
 	live        bool
 	hasDeadline bool
 	deadline    int64
 	value       []byte // inline[:n] when it fits there, else its own copy
+	key         []byte // keyBuf[:n] when it fits there, else its own copy
 	inline      [8]byte
+	keyBuf      [24]byte
 }
 
 // newMergeState returns a state of the given window holding a copy of
@@ -58,12 +61,16 @@ func newMergeState(seq uint64, live, hasDeadline bool, deadline int64, value []b
 		return s
 	}
 	s.hasDeadline, s.deadline = hasDeadline, deadline
-	if len(value) <= len(s.inline) {
-		s.value = s.inline[:copy(s.inline[:], value):len(value)]
-	} else {
-		s.value = append([]byte(nil), value...)
-	}
+	s.value = own(s.inline[:0], value)
 	return s
+}
+
+// own returns a copy of b in buf's array when it fits, else in a new one.
+func own(buf, b []byte) []byte {
+	if len(b) <= cap(buf) {
+		return append(buf[:0:len(b)], b...)
+	}
+	return append([]byte(nil), b...)
 }
 
 // row is the state as a version the chain can end at: a value row, or a
@@ -79,22 +86,17 @@ func (s *mergeState) row() format.Row {
 	return r
 }
 
-// mergeSlot holds a key's newest remembered state; replacing the state in
-// place keeps the slot and its key, so that remembering a newer state of
-// a key allocates the state only.
-type mergeSlot struct {
-	key string
-	s   *mergeState
-}
-
 // mergeCache maps the 64-bit hash of a key (one hash per access, which
-// also picks the shard) to its slot; a slot whose key differs is a hash
-// collision, a miss for the key looked up.
+// also picks the shard) to the key's state, which holds the key: a state
+// of another key under the same hash is a collision, a miss for the key
+// looked up. A lookup thus reads the map and the state only; a newer state
+// of a key replaces the map's value, allocating the state alone.
 type mergeCache struct {
 	seed   maphash.Seed
 	shards [mergeCacheShards]struct {
 		mu sync.Mutex
-		m  map[uint64]*mergeSlot
+		m  map[uint64]*mergeState
+		_  [48]byte // one cache line each: shards locked apart do not share one
 	}
 }
 
@@ -108,11 +110,11 @@ func (c *mergeCache) get(key []byte) *mergeState {
 	h := maphash.Bytes(c.seed, key)
 	sh := &c.shards[h%mergeCacheShards]
 	sh.mu.Lock()
-	var s *mergeState
-	if slot := sh.m[h]; slot != nil && slot.key == string(key) {
-		s = slot.s
-	}
+	s := sh.m[h]
 	sh.mu.Unlock()
+	if s != nil && !bytes.Equal(s.key, key) {
+		return nil
+	}
 	return s
 }
 
@@ -126,33 +128,27 @@ func (c *mergeCache) put(key []byte, seq uint64, r *format.Row, ok bool) []byte 
 	return s.value
 }
 
-// remember makes s key's state unless a state at least as new is
-// remembered. A key whose hash collides with a remembered one's takes its
-// slot.
+// remember makes s, a state not yet shared, key's state unless a state of
+// key at least as new is remembered. A key whose hash collides with a
+// remembered one's takes its place.
 func (c *mergeCache) remember(key []byte, s *mergeState) {
+	s.key = own(s.keyBuf[:0], key)
 	h := maphash.Bytes(c.seed, key)
 	sh := &c.shards[h%mergeCacheShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	slot := sh.m[h]
-	switch {
-	case slot != nil && slot.key == string(key):
-		if slot.s.seq < s.seq {
-			slot.s = s
-		}
-		return
-	case slot != nil:
-		sh.m[h] = &mergeSlot{key: string(key), s: s}
+	old, had := sh.m[h]
+	if had && old.seq >= s.seq && bytes.Equal(old.key, key) {
 		return
 	}
 	if sh.m == nil {
-		sh.m = make(map[uint64]*mergeSlot)
+		sh.m = make(map[uint64]*mergeState)
 	}
-	if len(sh.m) >= mergeCacheShardSize {
+	if !had && len(sh.m) >= mergeCacheShardSize {
 		for k := range sh.m {
 			delete(sh.m, k)
 			break
 		}
 	}
-	sh.m[h] = &mergeSlot{key: string(key), s: s}
+	sh.m[h] = s
 }

@@ -88,22 +88,22 @@ func TestMergeCacheBounded(t *testing.T) {
 	}
 }
 
-// TestMergeCacheHashCollision: the cache finds a key's slot by the key's
-// hash; a slot of another key under the same hash is a miss, and
-// remembering the key takes the slot over.
+// TestMergeCacheHashCollision: the cache finds a key's state by the key's
+// hash; a state of another key under the same hash is a miss, and
+// remembering the key takes its place.
 func TestMergeCacheHashCollision(t *testing.T) {
 	c := newMergeCache()
 	a, b := []byte("a"), []byte("b")
 	c.remember(a, newMergeState(5, true, false, 0, EncodeInt64(1)))
-	// Move a's slot under b's hash, as a collision would place it.
+	// Move a's state under b's hash, as a collision would place it.
 	ha, hb := maphash.Bytes(c.seed, a), maphash.Bytes(c.seed, b)
-	slot := c.shards[ha%mergeCacheShards].m[ha]
+	s := c.shards[ha%mergeCacheShards].m[ha]
 	delete(c.shards[ha%mergeCacheShards].m, ha)
 	sh := &c.shards[hb%mergeCacheShards]
 	if sh.m == nil {
-		sh.m = map[uint64]*mergeSlot{}
+		sh.m = map[uint64]*mergeState{}
 	}
-	sh.m[hb] = slot
+	sh.m[hb] = s
 	if s := c.get(b); s != nil {
 		t.Fatalf("b reads a's state %+v", s)
 	}
@@ -113,5 +113,10 @@ func TestMergeCacheHashCollision(t *testing.T) {
 	}
 	if s := c.get(a); s != nil {
 		t.Fatalf("a reads %+v", s)
+	}
+	long := []byte("a key longer than the state's own key buffer")
+	c.remember(long, newMergeState(9, false, false, 0, nil))
+	if s := c.get(long); s == nil || s.seq != 9 || s.live {
+		t.Fatalf("long key reads %+v", s)
 	}
 }
