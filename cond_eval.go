@@ -108,6 +108,9 @@ type batchConds struct {
 	args   []byte
 	tokens []tokenSlot
 	got    []byte // value captured by a capture condition at the last commit
+	// counter is the window the operand of the last condCounter entry
+	// that held leaves its key in (DB.Add remembers the new state).
+	counter counterWindow
 	// peek is the key's state read before the pipeline, for a single-key
 	// DB-level call (cond_peek.go); quiet makes a failed condition return
 	// the bare ErrConditionFailed, which such a call turns into false.
@@ -121,6 +124,7 @@ func (c *batchConds) reset() {
 	c.args = c.args[:0]
 	c.tokens = c.tokens[:0]
 	c.got = c.got[:0]
+	c.counter = counterWindow{}
 }
 
 // add attaches a condition to entry.
@@ -159,6 +163,7 @@ type condOverlay struct {
 	keys    map[string]keyState
 	undo    []overlayUndo // the current batch's changes to keys
 	scratch []byte        // value buffer of the last lookup
+	ops     [][]byte      // operand list of resolveMerge
 }
 
 type overlayUndo struct {
@@ -227,6 +232,9 @@ func (o *condOverlay) admit(b *Batch, feedAll bool) error {
 			}
 			if bc.capture {
 				c.got = append(c.got[:0], s.value...)
+			}
+			if bc.kind == condCounter {
+				c.counter = operandWindow(s, &r)
 			}
 		}
 		if i < feedTo {

@@ -115,29 +115,31 @@ func (o int64Op) PartialMerge(_, older, newer []byte) ([]byte, bool) {
 	return EncodeInt64(o.fold(a, b)), true
 }
 
-// merger adapts a MergeOperator to format.Merger, wrapping its errors so
-// that a read names the operator.
-type merger struct{ op MergeOperator }
+// merger adapts the operator of Options (op points at it, never nil) to
+// format.Merger, wrapping its errors so that a read names the operator. It
+// is one pointer, so that making it a format.Merger allocates nothing.
+type merger struct{ op *MergeOperator }
 
 func (m merger) FullMerge(key, base []byte, hasBase bool, operands [][]byte) ([]byte, error) {
-	v, err := m.op.FullMerge(key, base, hasBase, operands)
+	op := *m.op
+	v, err := op.FullMerge(key, base, hasBase, operands)
 	if err != nil {
-		return nil, fmt.Errorf("mayfly: merge operator %q on key %q: %w", m.op.Name(), key, err)
+		return nil, fmt.Errorf("mayfly: merge operator %q on key %q: %w", op.Name(), key, err)
 	}
 	return v, nil
 }
 
 func (m merger) PartialMerge(key, older, newer []byte) ([]byte, bool) {
-	return m.op.PartialMerge(key, older, newer)
+	return (*m.op).PartialMerge(key, older, newer)
 }
 
-// merger returns the database's operator for flushes and compactions; nil
-// when none is set.
+// merger returns the database's operator for reads, flushes and
+// compactions; nil when none is set.
 func (db *DB) merger() format.Merger {
 	if db.opts.MergeOperator == nil {
 		return nil
 	}
-	return merger{db.opts.MergeOperator}
+	return merger{&db.opts.MergeOperator}
 }
 
 // Merge writes operand as a merge operand of key, without reading it,
@@ -250,7 +252,9 @@ func (o *condOverlay) resolveMerge(r *format.Row) (keyState, error) {
 	if !s.live {
 		s = keyState{expires: r.HasExpiry(), deadline: r.ExpireTS}
 	}
-	v, err := merger{o.db.opts.MergeOperator}.FullMerge(r.Key, s.value, s.live, [][]byte{r.Value})
+	o.ops = append(o.ops[:0], r.Value)
+	v, err := o.db.merger().FullMerge(r.Key, s.value, s.live, o.ops)
+	clear(o.ops)
 	if err != nil {
 		return keyState{}, err
 	}
@@ -284,5 +288,32 @@ func (db *DB) Add(key []byte, delta int64, ttl TTL) (int64, error) {
 		return 0, fmt.Errorf("mayfly: Add: key %q holds a value that is not a counter: %w", key, ErrConditionFailed)
 	}
 	n, _ := DecodeInt64(b.cond.got) // absent: no value, from zero
-	return n + delta, nil
+	n += delta
+	// The counter's state at the operand's version, for the next read of
+	// the key (merge_cache.go).
+	w := b.cond.counter
+	var v [8]byte
+	binary.LittleEndian.PutUint64(v[:], uint64(n))
+	db.mergeCache.remember(key, newMergeState(w.seq, true, w.expires, w.deadline, v[:]))
+	return n, nil
+}
+
+// counterWindow is the window a counter's operand leaves its key in: the
+// operand's version and the deadline of the state it folds into.
+type counterWindow struct {
+	seq      uint64
+	expires  bool
+	deadline int64
+}
+
+// operandWindow returns the window operand r (stamped) leaves its key in
+// when s is the key's state at r's commit time: a live state keeps its
+// window, else r starts one under its own deadline (RFC 0010 rules 1 and
+// 2). s, judged at the commit time, is live exactly when the state in
+// commit order is live with a deadline not before r's commit time.
+func operandWindow(s keyState, r *format.Row) counterWindow {
+	if s.live {
+		return counterWindow{seq: r.Seq, expires: s.expires, deadline: s.deadline}
+	}
+	return counterWindow{seq: r.Seq, expires: r.HasExpiry(), deadline: r.ExpireTS}
 }

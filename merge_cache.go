@@ -1,6 +1,7 @@
 package mayfly
 
 import (
+	"bytes"
 	"hash/maphash"
 	"sync"
 
@@ -31,20 +32,45 @@ import (
 const mergeCacheMin = 2
 
 // mergeCacheShards and mergeCacheShardSize bound the cache: at most
-// mergeCacheShards*mergeCacheShardSize keys, each holding one value.
+// mergeCacheShards*mergeCacheShardSize keys, each holding one state (a
+// key, a slot and a state with its value: about 100 bytes for a counter).
 const (
-	mergeCacheShards    = 16
-	mergeCacheShardSize = 256
+	mergeCacheShards    = 64
+	mergeCacheShardSize = 512
 )
 
 // mergeState is a resolved state: live (in commit order) with its value
-// and deadline, or absent, as of version seq.
+// and deadline, or absent, as of version seq. A state is never modified
+// once the cache holds it: a newer state replaces it.
 type mergeState struct {
 	seq         uint64
 	live        bool
 	hasDeadline bool
 	deadline    int64
-	value       []byte // owned by the cache entry, never modified
+	value       []byte // inline[:n] when it fits there, else its own copy
+	key         []byte // keyBuf[:n] when it fits there, else its own copy
+	inline      [8]byte
+	keyBuf      [24]byte
+}
+
+// newMergeState returns a state of the given window holding a copy of
+// value, allocated together with the state when it is 8 bytes or shorter.
+func newMergeState(seq uint64, live, hasDeadline bool, deadline int64, value []byte) *mergeState {
+	s := &mergeState{seq: seq, live: live}
+	if !live {
+		return s
+	}
+	s.hasDeadline, s.deadline = hasDeadline, deadline
+	s.value = own(s.inline[:0], value)
+	return s
+}
+
+// own returns a copy of b in buf's array when it fits, else in a new one.
+func own(buf, b []byte) []byte {
+	if len(b) <= cap(buf) {
+		return append(buf[:0:len(b)], b...)
+	}
+	return append([]byte(nil), b...)
 }
 
 // row is the state as a version the chain can end at: a value row, or a
@@ -60,29 +86,35 @@ func (s *mergeState) row() format.Row {
 	return r
 }
 
+// mergeCache maps the 64-bit hash of a key (one hash per access, which
+// also picks the shard) to the key's state, which holds the key: a state
+// of another key under the same hash is a collision, a miss for the key
+// looked up. A lookup thus reads the map and the state only; a newer state
+// of a key replaces the map's value, allocating the state alone.
 type mergeCache struct {
 	seed   maphash.Seed
 	shards [mergeCacheShards]struct {
 		mu sync.Mutex
-		m  map[string]*mergeState
+		m  map[uint64]*mergeState
+		_  [48]byte // one cache line each: shards locked apart do not share one
 	}
 }
 
 func newMergeCache() *mergeCache { return &mergeCache{seed: maphash.MakeSeed()} }
-
-func (c *mergeCache) shard(key []byte) int {
-	return int(maphash.Bytes(c.seed, key) % mergeCacheShards)
-}
 
 // get returns the state remembered for key; nil if none.
 func (c *mergeCache) get(key []byte) *mergeState {
 	if c == nil {
 		return nil
 	}
-	sh := &c.shards[c.shard(key)]
+	h := maphash.Bytes(c.seed, key)
+	sh := &c.shards[h%mergeCacheShards]
 	sh.mu.Lock()
-	s := sh.m[string(key)]
+	s := sh.m[h]
 	sh.mu.Unlock()
+	if s != nil && !bytes.Equal(s.key, key) {
+		return nil
+	}
 	return s
 }
 
@@ -91,26 +123,32 @@ func (c *mergeCache) get(key []byte) *mergeState {
 // returns the copy (immutable; nil when absent). A full shard forgets an
 // arbitrary key first.
 func (c *mergeCache) put(key []byte, seq uint64, r *format.Row, ok bool) []byte {
-	s := &mergeState{seq: seq, live: ok}
-	if ok {
-		s.value = append([]byte(nil), r.Value...)
-		s.hasDeadline, s.deadline = r.HasExpiry(), r.ExpireTS
-	}
-	sh := &c.shards[c.shard(key)]
+	s := newMergeState(seq, ok, r.HasExpiry(), r.ExpireTS, r.Value)
+	c.remember(key, s)
+	return s.value
+}
+
+// remember makes s, a state not yet shared, key's state unless a state of
+// key at least as new is remembered. A key whose hash collides with a
+// remembered one's takes its place.
+func (c *mergeCache) remember(key []byte, s *mergeState) {
+	s.key = own(s.keyBuf[:0], key)
+	h := maphash.Bytes(c.seed, key)
+	sh := &c.shards[h%mergeCacheShards]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if old := sh.m[string(key)]; old != nil && old.seq >= seq {
-		return s.value
+	old, had := sh.m[h]
+	if had && old.seq >= s.seq && bytes.Equal(old.key, key) {
+		return
 	}
 	if sh.m == nil {
-		sh.m = make(map[string]*mergeState)
+		sh.m = make(map[uint64]*mergeState)
 	}
-	if len(sh.m) >= mergeCacheShardSize {
+	if !had && len(sh.m) >= mergeCacheShardSize {
 		for k := range sh.m {
 			delete(sh.m, k)
 			break
 		}
 	}
-	sh.m[string(key)] = s
-	return s.value
+	sh.m[h] = s
 }

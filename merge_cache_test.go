@@ -3,6 +3,7 @@ package mayfly
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"testing"
 	"time"
 
@@ -84,5 +85,38 @@ func TestMergeCacheBounded(t *testing.T) {
 	}
 	for i := range keys {
 		wantCounter(t, db, fmt.Sprintf("k%05d", i), 2, time.Time{})
+	}
+}
+
+// TestMergeCacheHashCollision: the cache finds a key's state by the key's
+// hash; a state of another key under the same hash is a miss, and
+// remembering the key takes its place.
+func TestMergeCacheHashCollision(t *testing.T) {
+	c := newMergeCache()
+	a, b := []byte("a"), []byte("b")
+	c.remember(a, newMergeState(5, true, false, 0, EncodeInt64(1)))
+	// Move a's state under b's hash, as a collision would place it.
+	ha, hb := maphash.Bytes(c.seed, a), maphash.Bytes(c.seed, b)
+	s := c.shards[ha%mergeCacheShards].m[ha]
+	delete(c.shards[ha%mergeCacheShards].m, ha)
+	sh := &c.shards[hb%mergeCacheShards]
+	if sh.m == nil {
+		sh.m = map[uint64]*mergeState{}
+	}
+	sh.m[hb] = s
+	if s := c.get(b); s != nil {
+		t.Fatalf("b reads a's state %+v", s)
+	}
+	c.remember(b, newMergeState(3, true, false, 0, EncodeInt64(7)))
+	if s := c.get(b); s == nil || s.seq != 3 || string(s.value) != string(EncodeInt64(7)) {
+		t.Fatalf("b reads %+v after remembering its state", s)
+	}
+	if s := c.get(a); s != nil {
+		t.Fatalf("a reads %+v", s)
+	}
+	long := []byte("a key longer than the state's own key buffer")
+	c.remember(long, newMergeState(9, false, false, 0, nil))
+	if s := c.get(long); s == nil || s.seq != 9 || s.live {
+		t.Fatalf("long key reads %+v", s)
 	}
 }

@@ -59,9 +59,10 @@ func (c *mergeChain) reverse() {
 }
 
 // resolve points the rows' values into the arena and folds the chain
-// (newest first) with op. key names the key for the operator.
-func (c *mergeChain) resolve(key []byte, op MergeOperator) (format.Row, bool, error) {
-	if op == nil {
+// (newest first) with m (DB.merger; nil: no operator is set). key names
+// the key for the operator.
+func (c *mergeChain) resolve(key []byte, m format.Merger) (format.Row, bool, error) {
+	if m == nil {
 		return format.Row{}, false, fmt.Errorf("%w: key %q has merge operands", ErrNoMergeOperator, key)
 	}
 	for i := range c.rows {
@@ -72,7 +73,7 @@ func (c *mergeChain) resolve(key []byte, op MergeOperator) (format.Row, bool, er
 	if cap(c.ops) < len(c.rows) {
 		c.ops = make([][]byte, 0, 2*len(c.rows)) // MergeChain's operand list fits
 	}
-	r, ok, err := format.MergeChain(c.rows, merger{op}, c.ops)
+	r, ok, err := format.MergeChain(c.rows, m, c.ops)
 	r.Key = nil
 	return r, ok, err
 }
@@ -92,18 +93,10 @@ func (db *DB) findMerged(rs *readState, key []byte, seq, newest uint64) (format.
 	}
 	c := chainPool.Get().(*mergeChain)
 	defer c.release()
-	if err := c.collect(key, seq, func(seq uint64) (format.Row, sstable.BlockRef, bool, error) {
-		r, ref, found, err := db.find(rs, key, seq)
-		if found && cached != nil && r.Seq == cached.seq {
-			// The state remembered at this version (merge_cache.go).
-			ref.Release()
-			return cached.row(), sstable.BlockRef{}, true, nil
-		}
-		return r, ref, found, err
-	}); err != nil {
+	if err := db.collectResolved(c, rs, key, seq, cached); err != nil {
 		return format.Row{}, sstable.BlockRef{}, false, err
 	}
-	r, ok, err := c.resolve(key, db.opts.MergeOperator)
+	r, ok, err := c.resolve(key, db.merger())
 	if err != nil {
 		return format.Row{}, sstable.BlockRef{}, false, err
 	}
@@ -131,6 +124,47 @@ func (c *mergeChain) release() {
 	c.reset()
 	clear(c.ops[:cap(c.ops)])
 	chainPool.Put(c)
+}
+
+// collectResolved adds to c the versions of key visible at seq in rs, newest
+// first, as collect with DB.find would, down to a value row, a tombstone,
+// the oldest version or the version cached (when not nil) remembers a
+// state at, which it adds in place of that version and everything beneath
+// (merge_cache.go). A memtable's versions are walked in one search each
+// (Memtable.Versions): find returns the newest version at most seq of the
+// first source holding one, so each source yields its versions below the
+// last one added before the next source is asked.
+func (db *DB) collectResolved(c *mergeChain, rs *readState, key []byte, seq uint64, cached *mergeState) error {
+	done := false
+	visit := func(r format.Row) bool {
+		if cached != nil && r.Seq == cached.seq {
+			base := cached.row()
+			c.add(&base)
+			done = true
+		} else {
+			done = c.add(&r) || r.Seq == 0
+		}
+		seq = r.Seq - 1
+		return !done
+	}
+	rs.mem.Versions(key, seq, visit)
+	for _, m := range rs.imm {
+		if done {
+			return nil
+		}
+		m.Versions(key, seq, visit)
+	}
+	if done {
+		return nil
+	}
+	return c.collect(key, seq, func(seq uint64) (format.Row, sstable.BlockRef, bool, error) {
+		r, ref, found, err := db.findInTables(rs, key, seq, 0)
+		if found && cached != nil && r.Seq == cached.seq {
+			ref.Release()
+			return cached.row(), sstable.BlockRef{}, true, nil
+		}
+		return r, ref, found, err
+	})
 }
 
 // collect adds the versions of key that find returns, newest first from
@@ -163,13 +197,18 @@ func (db *DB) stateBeneath(rs *readState, from int) beneathFunc {
 		return nil
 	}
 	return func(key []byte) (format.Row, bool, error) {
-		var c mergeChain
+		c := chainPool.Get().(*mergeChain)
+		defer c.release()
 		if err := c.collect(key, format.MaxSeq, func(seq uint64) (format.Row, sstable.BlockRef, bool, error) {
 			return db.findInTables(rs, key, seq, from)
 		}); err != nil || len(c.rows) == 0 {
 			return format.Row{}, false, err
 		}
-		return c.resolve(key, db.opts.MergeOperator)
+		r, ok, err := c.resolve(key, db.merger())
+		if ok {
+			r.Value = bytes.Clone(r.Value) // it may alias the chain's arena
+		}
+		return r, ok, err
 	}
 }
 
@@ -214,7 +253,7 @@ func (it *Iterator) mergeForward(d *format.Row) (resolved format.Row, found, ok 
 		it.err = err
 		return format.Row{}, false, false
 	}
-	r, found, err := c.resolve(it.key, it.db.opts.MergeOperator)
+	r, found, err := c.resolve(it.key, it.db.merger())
 	if err != nil {
 		it.err = err
 		return format.Row{}, false, false
@@ -243,7 +282,7 @@ func (it *Iterator) seedChain(live bool, seq uint64) {
 func (it *Iterator) settleMerge(live *bool) bool {
 	it.hasMerge = false
 	it.chain.reverse()
-	r, ok, err := it.chain.resolve(it.key, it.db.opts.MergeOperator)
+	r, ok, err := it.chain.resolve(it.key, it.db.merger())
 	it.chain.reset()
 	if err != nil {
 		it.err = err

@@ -19,7 +19,7 @@ func TestMergeChainCountsAVersionOnce(t *testing.T) {
 			break
 		}
 	}
-	r, ok, err := c.resolve([]byte("k"), Int64Add)
+	r, ok, err := c.resolve([]byte("k"), merger{&Int64Add})
 	if n, _ := DecodeInt64(r.Value); err != nil || !ok || n != 16 {
 		t.Fatalf("resolved to %d (%v, %v), want 16", n, ok, err)
 	}
@@ -38,7 +38,7 @@ func TestMergeChainFoldedTwin(t *testing.T) {
 			break
 		}
 	}
-	r, ok, err := c.resolve([]byte("k"), Int64Add)
+	r, ok, err := c.resolve([]byte("k"), merger{&Int64Add})
 	if n, _ := DecodeInt64(r.Value); err != nil || !ok || n != 35 {
 		t.Fatalf("resolved to %d (%v, %v), want 35", n, ok, err)
 	}

@@ -390,6 +390,46 @@ func TestMergeIterator(t *testing.T) {
 	check("snapshot compacted", scanBoth(t, func() (*Iterator, error) { return snap.NewIter(nil) }), wantSnap)
 }
 
+// TestAddRemembersState: an Add leaves the counter's state at its own
+// version in the resolved-counter cache, so that the next read or Add of
+// the key looks up one version; that state is the one the rules give
+// without the cache: a new window, a window joined, the next window after
+// the deadline, a plain 8-byte value's deadline kept, a deleted counter.
+func TestAddRemembersState(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openCounterDB(t, t.TempDir(), clk)
+	defer db.Close()
+	minute := ExpireAfter(time.Minute)
+	step := func(key string, delta, want int64, ttl TTL, deadline time.Time) {
+		t.Helper()
+		if n, err := db.Add([]byte(key), delta, ttl); err != nil || n != want {
+			t.Fatalf("Add(%s, %d) = %d, %v; want %d", key, delta, n, err, want)
+		}
+		s := db.mergeCache.get([]byte(key))
+		if s == nil || s.seq != db.visibleSeq.Load() {
+			t.Fatalf("Add(%s) left no state at its version %d: %+v", key, db.visibleSeq.Load(), s)
+		}
+		wantCounter(t, db, key, want, deadline)
+		cache := db.mergeCache
+		db.mergeCache = newMergeCache() // the same read resolving every version
+		wantCounter(t, db, key, want, deadline)
+		db.mergeCache = cache
+	}
+	step("c", 5, 5, minute, epoch.Add(time.Minute))
+	clk.Advance(30 * time.Second)
+	step("c", 2, 7, minute, epoch.Add(time.Minute))
+	clk.Advance(30*time.Second + time.Millisecond)
+	step("c", 1, 1, minute, clk.Now().Add(time.Minute))
+	if err := db.PutTTL([]byte("p"), EncodeInt64(10), ExpireAfter(10*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	step("p", 1, 11, NoExpiry(), clk.Now().Add(10*time.Second))
+	if err := db.Delete([]byte("c")); err != nil {
+		t.Fatal(err)
+	}
+	step("c", 3, 3, NoExpiry(), time.Time{})
+}
+
 // BenchmarkMergeBlind: blind increments (DB.Merge of Int64Add operands)
 // over 10k keys with a 60 s window, one goroutine, NoSync.
 func BenchmarkMergeBlind(b *testing.B) {
@@ -431,12 +471,16 @@ func BenchmarkAdd(b *testing.B) {
 // BenchmarkGetCounter100Operands: Get of a counter whose value is 100
 // pending operands (each committed in its own millisecond, so no two
 // combine unless their window is known), against Get of a plain row, over
-// the same 1000 keys; in the memtable and after a flush.
+// the same 1000 keys; in the memtable and after a flush; and in the
+// memtable without the resolved-counter cache.
 func BenchmarkGetCounter100Operands(b *testing.B) {
 	const keys, ops = 1000, 100
 	build := func(b *testing.B, counter, flush bool) *DB {
 		clk := clock.NewManual(epoch)
-		db := openBenchDB(b, func(o *Options) { o.MergeOperator = Int64Add; o.Clock = clk })
+		db := openBenchDB(b, func(o *Options) {
+			// Room for every operand: "memtable" reads find them all there.
+			o.MergeOperator, o.Clock, o.MemtableSize = Int64Add, clk, 64<<20
+		})
 		k := make([]byte, benchKeySize)
 		for round := range ops {
 			clk.Advance(time.Millisecond)
@@ -481,6 +525,13 @@ func BenchmarkGetCounter100Operands(b *testing.B) {
 		b.Run("plain-"+where, func(b *testing.B) { get(b, build(b, false, flush)) })
 		b.Run("counter-"+where, func(b *testing.B) { get(b, build(b, true, flush)) })
 	}
+	// Every read folds the 100 operands (no resolved-counter cache): the
+	// cost of a first read, or of one after the cache forgot the key.
+	b.Run("counter-memtable-uncached", func(b *testing.B) {
+		db := build(b, true, false)
+		db.mergeCache = nil
+		get(b, db)
+	})
 }
 
 // TestMergeIteratorNextAfterChain: a forward iterator that resolved a

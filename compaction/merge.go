@@ -41,8 +41,15 @@ import (
 // version the input has of the key from there down), stripe giving each
 // sequence number's stripe. st counts what it did.
 func foldVersions(rows []format.Row, stripe func(uint64) int, bottom bool, beneath func([]byte) (format.Row, bool, error), m format.Merger, st *Stats) ([]format.Row, error) {
-	// Cut rows into stripes, newest first.
-	var groups [][]format.Row
+	// Cut rows into stripes, newest first. A key's versions rarely span
+	// more stripes than the arrays below hold, which then spare the
+	// per-key slices an allocation each.
+	var (
+		groupsBuf, chainsBuf [4][]format.Row
+		basedBuf, knownBuf   [4]bool
+		belowBuf             [4]format.Window
+	)
+	groups := groupsBuf[:0]
 	for i := 0; i < len(rows); {
 		j := i + 1
 		for j < len(rows) && stripe(rows[j].Seq) == stripe(rows[i].Seq) {
@@ -52,8 +59,8 @@ func foldVersions(rows []format.Row, stripe func(uint64) int, bottom bool, benea
 		i = j
 	}
 	// Each group's resolved chain: its newest version down to its base.
-	chains := make([][]format.Row, len(groups))
-	based := make([]bool, len(groups))
+	chains := fit(chainsBuf[:], len(groups))
+	based := fit(basedBuf[:], len(groups))
 	for g, grp := range groups {
 		chains[g] = grp
 		for i := range grp {
@@ -80,8 +87,8 @@ func foldVersions(rows []format.Row, stripe func(uint64) int, bottom bool, benea
 	}
 	// The window state beneath each group, oldest first: known when an
 	// older group reaches a base, or at the bottom.
-	below := make([]format.Window, len(groups))
-	known := make([]bool, len(groups))
+	below := fit(belowBuf[:], len(groups))
+	known := fit(knownBuf[:], len(groups))
 	known[len(groups)-1] = bottom
 	for g := len(groups) - 1; g > 0; g-- {
 		if based[g] || known[g] {
@@ -112,6 +119,15 @@ func foldVersions(rows []format.Row, stripe func(uint64) int, bottom bool, benea
 		out = append(out, combineOperands(chain, below[g], known[g], m, st)...)
 	}
 	return out, nil
+}
+
+// fit returns buf[:n] zeroed when n fits in it, else a new slice of n.
+func fit[T any](buf []T, n int) []T {
+	if n > len(buf) {
+		return make([]T, n)
+	}
+	clear(buf[:n])
+	return buf[:n]
 }
 
 // combineOperands is rule 6 for chain, a stripe's versions newest first
