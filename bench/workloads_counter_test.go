@@ -14,18 +14,6 @@ func tinyCounterParams() Params {
 	return p
 }
 
-func runCounter(t *testing.T, engine, workload string, p Params) Result {
-	t.Helper()
-	res, err := RunWorker(engine, workload, t.TempDir(), p)
-	if err != nil {
-		t.Fatalf("%s/%s: %v", engine, workload, err)
-	}
-	if res.Ops == 0 || res.P50us == 0 {
-		t.Fatalf("%s/%s: %d ops, p50 %vµs", engine, workload, res.Ops, res.P50us)
-	}
-	return res
-}
-
 // TestCounterWorkloadsCount runs the counter workloads on every engine that
 // supports them: each checks its own counts and fails the run when they
 // are wrong (a lost increment, an answer given twice).
@@ -33,18 +21,18 @@ func TestCounterWorkloadsCount(t *testing.T) {
 	p := tinyCounterParams()
 	for _, engine := range []string{"mayfly", "pebble", "badger"} {
 		t.Run(engine, func(t *testing.T) {
-			c := runCounter(t, engine, "counter", p)
+			c := runWith(t, engine, "counter", p)
 			if c.Ops != int64(p.Reads) || c.Extra["counted"] != float64(p.Reads) {
 				t.Errorf("counter: %d ops, %v counted; want %d", c.Ops, c.Extra["counted"], p.Reads)
 			}
-			a := runCounter(t, engine, "counteradd", p)
+			a := runWith(t, engine, "counteradd", p)
 			if a.Ops != int64(p.Reads) || a.Extra["bad_counters"] != 0 {
 				t.Errorf("counteradd: %d ops, %v bad counters", a.Ops, a.Extra["bad_counters"])
 			}
 			if !Supports(engine, "counterread") {
 				return
 			}
-			r := runCounter(t, engine, "counterread", p)
+			r := runWith(t, engine, "counterread", p)
 			if r.Extra["plain_get_ops_per_sec"] <= 0 || r.Extra["counter_to_plain_ratio"] <= 0 {
 				t.Errorf("counterread: extras %v", r.Extra)
 			}
@@ -101,7 +89,7 @@ func (l *lossyCounters) Add(k []byte, d int64, w time.Duration) (int64, error) {
 func TestWindowChurnSamples(t *testing.T) {
 	p := tinyCounterParams()
 	p.Churn = 1500 * time.Millisecond
-	res := runCounter(t, "mayfly", "windowchurn", p)
+	res := runWith(t, "mayfly", "windowchurn", p)
 	if len(res.Samples) == 0 || res.Samples[0].LiveBytes <= 0 {
 		t.Fatalf("windowchurn: samples %+v", res.Samples)
 	}

@@ -14,7 +14,14 @@ func tinyTTLParams() Params {
 
 func runTTL(t *testing.T, engine, workload string) Result {
 	t.Helper()
-	res, err := RunWorker(engine, workload, t.TempDir(), tinyTTLParams())
+	return runWith(t, engine, workload, tinyTTLParams())
+}
+
+// runWith runs workload on engine with p and fails the test unless it
+// timed some operations.
+func runWith(t *testing.T, engine, workload string, p Params) Result {
+	t.Helper()
+	res, err := RunWorker(engine, workload, t.TempDir(), p)
 	if err != nil {
 		t.Fatalf("%s/%s: %v", engine, workload, err)
 	}

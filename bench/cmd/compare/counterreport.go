@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/mayflydb/mayfly/bench"
 )
@@ -24,59 +23,25 @@ const (
 
 // counterTables reports the counter workloads that were run.
 func (r *report) counterTables() string {
-	var b strings.Builder
-	var ran []string
-	for _, w := range r.wls {
-		if r.agg[w] != nil && bench.IsCounterWorkload(w) {
-			ran = append(ran, w)
-		}
-	}
-	if len(ran) == 0 {
-		return ""
-	}
-	b.WriteString("\nCounters, ops/s median (min..max) and p99 latency of the median run:\n\n| workload |")
-	for _, e := range r.engs {
-		b.WriteString(" " + e + " |")
-	}
-	b.WriteString(" mayfly / badger | mayfly / pebble | target | met |\n|---|")
-	for range r.engs {
-		b.WriteString("---:|")
-	}
-	b.WriteString("---:|---:|---|---|\n")
-	for _, w := range ran {
-		b.WriteString("| " + w + " |")
-		for _, e := range r.engs {
-			c := r.cell(w, e)
-			if a := r.agg[w][e]; a != nil {
-				c += fmt.Sprintf(", p99 %.0f µs", a.medRun.P99us)
-			}
-			b.WriteString(" " + c + " |")
-		}
-		rb, okb := r.ratio(w, "mayfly", "badger")
-		rp, okp := r.ratio(w, "mayfly", "pebble")
-		b.WriteString(" " + ratioCell(rb, okb) + " | " + ratioCell(rp, okp) + " |")
-		tgt, met := "—", "—"
+	return r.ratioTable("Counters", bench.IsCounterWorkload, func(w string, rb, rp float64, okb, okp bool) (string, string) {
 		m := r.agg[w]["mayfly"]
 		switch t, has := counterTargets[w]; {
 		case has && okb && (okp || t.pebble == 0):
-			tgt = fmt.Sprintf("≥ %.0fx badger", t.badger)
+			tgt := fmt.Sprintf("≥ %.0fx badger", t.badger)
 			ok := rb >= t.badger
 			if t.pebble > 0 {
 				tgt += fmt.Sprintf(", ≥ %.1fx pebble", t.pebble)
 				ok = ok && rp >= t.pebble
 			}
-			met = yesNo(ok)
+			return tgt, yesNo(ok)
 		case w == "counterread" && m != nil:
 			v := medianExtra(m, "counter_to_plain_ratio")
-			tgt = fmt.Sprintf("counter read ≥ %.1f of a plain Get (mayfly: %.2f)", minCounterReadRatio, v)
-			met = yesNo(v >= minCounterReadRatio)
+			return fmt.Sprintf("counter read ≥ %.1f of a plain Get (mayfly: %.2f)", minCounterReadRatio, v), yesNo(v >= minCounterReadRatio)
 		case w == "windowchurn" && m != nil:
 			v := median(m.runs, func(x bench.Result) float64 { return x.SpaceAmp })
-			tgt = fmt.Sprintf("table bytes ≤ %.1fx live counters (mayfly: %.2fx, %.0f KB tables, %.0f KB dir)",
-				maxWindowSpaceAmp, v, medianExtra(m, "steady_table_bytes")/1e3, medianExtra(m, "steady_disk_bytes")/1e3)
-			met = yesNo(v <= maxWindowSpaceAmp)
+			return fmt.Sprintf("table bytes ≤ %.1fx live counters (mayfly: %.2fx, %.0f KB tables, %.0f KB dir)",
+				maxWindowSpaceAmp, v, medianExtra(m, "steady_table_bytes")/1e3, medianExtra(m, "steady_disk_bytes")/1e3), yesNo(v <= maxWindowSpaceAmp)
 		}
-		b.WriteString(fmt.Sprintf(" %s | %s |\n", tgt, met))
-	}
-	return b.String()
+		return "—", "—"
+	})
 }

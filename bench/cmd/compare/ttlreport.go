@@ -22,17 +22,39 @@ const maxTouchPutWAL = 0.1
 // Mayfly's ratios to Badger and Pebble against the targets, then the bytes
 // written per Touch and per Expire.
 func (r *report) ttlTables() string {
-	var b strings.Builder
+	t := r.ratioTable("TTL operations", bench.IsTTLWorkload, func(w string, rb, rp float64, okb, okp bool) (string, string) {
+		if t, has := ttlTargets[w]; has && okb && okp {
+			return fmt.Sprintf("≥ %.0fx badger, ≥ %.1fx pebble", t.badger, t.pebble), yesNo(rb >= t.badger && rp >= t.pebble)
+		}
+		if m := r.agg[w]["mayfly"]; w == "touchwal" && m != nil {
+			return fmt.Sprintf("touch WAL bytes ≤ %.1f of a put", maxTouchPutWAL),
+				yesNo(medianExtra(m, "touch_put_wal_ratio") <= maxTouchPutWAL)
+		}
+		return "—", "—"
+	})
+	if t == "" {
+		return ""
+	}
+	return t + r.ttlBytesTable()
+}
+
+// ratioTable is the table of the workloads that ran and pass keep: per
+// engine ops/s median (min..max) with the median run's p99, Mayfly's
+// ratios to Badger and Pebble, and the target and verdict goal returns
+// for the workload; "" when none ran.
+func (r *report) ratioTable(title string, keep func(string) bool,
+	goal func(w string, rb, rp float64, okb, okp bool) (target, met string)) string {
 	var ran []string
 	for _, w := range r.wls {
-		if r.agg[w] != nil && bench.IsTTLWorkload(w) {
+		if r.agg[w] != nil && keep(w) {
 			ran = append(ran, w)
 		}
 	}
 	if len(ran) == 0 {
 		return ""
 	}
-	b.WriteString("\nTTL operations, ops/s median (min..max) and p99 latency of the median run:\n\n| workload |")
+	var b strings.Builder
+	b.WriteString("\n" + title + ", ops/s median (min..max) and p99 latency of the median run:\n\n| workload |")
 	for _, e := range r.engs {
 		b.WriteString(" " + e + " |")
 	}
@@ -52,21 +74,9 @@ func (r *report) ttlTables() string {
 		}
 		rb, okb := r.ratio(w, "mayfly", "badger")
 		rp, okp := r.ratio(w, "mayfly", "pebble")
-		b.WriteString(" " + ratioCell(rb, okb) + " | " + ratioCell(rp, okp) + " |")
-		tgt, met := "—", "—"
-		if t, has := ttlTargets[w]; has && okb && okp {
-			tgt = fmt.Sprintf("≥ %.0fx badger, ≥ %.1fx pebble", t.badger, t.pebble)
-			met = yesNo(rb >= t.badger && rp >= t.pebble)
-		}
-		if w == "touchwal" {
-			if m := r.agg[w]["mayfly"]; m != nil {
-				tgt = fmt.Sprintf("touch WAL bytes ≤ %.1f of a put", maxTouchPutWAL)
-				met = yesNo(medianExtra(m, "touch_put_wal_ratio") <= maxTouchPutWAL)
-			}
-		}
-		b.WriteString(fmt.Sprintf(" %s | %s |\n", tgt, met))
+		tgt, met := goal(w, rb, rp, okb, okp)
+		b.WriteString(fmt.Sprintf(" %s | %s | %s | %s |\n", ratioCell(rb, okb), ratioCell(rp, okp), tgt, met))
 	}
-	b.WriteString(r.ttlBytesTable())
 	return b.String()
 }
 
