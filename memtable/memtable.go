@@ -334,20 +334,10 @@ func (m *Memtable) Add(r *format.Row) {
 func (m *Memtable) Get(ukey []byte, seq uint64) (format.Row, bool) {
 	var out format.Row
 	found := false
-	p := makePivot(ukey)
-	m.rlock()
-	m.ascendFrom(p, func(e entry) bool {
-		if !m.sameKey(e, p) {
-			return false
-		}
-		if m.trailer(e)>>8 > seq {
-			return true // newer than the reader's sequence: try the next version
-		}
-		out, found = m.row(e), true
+	m.Versions(ukey, seq, func(r format.Row) bool {
+		out, found = r, true
 		return false
 	})
-	m.mu.RUnlock()
-	dropPivot(p)
 	return out, found
 }
 
