@@ -105,8 +105,16 @@ type MovedFile struct{ From, To string }
 // (see the comment at the top of repair.go and RFC 0006). The database must
 // not be open: Repair takes the writer lock (an object store has none; the
 // caller must make sure no writer runs). opts is used for Storage, Clock,
-// BlockSize, Compression, BloomBitsPerKey and TargetFileSize; ReadOnly
-// fails with ErrReadOnly.
+// BlockSize, Compression, BloomBitsPerKey, TargetFileSize and
+// MergeOperator; ReadOnly fails with ErrReadOnly.
+//
+// The new manifest records the merge operator the previous one recorded.
+// When no readable manifest records one, it records the name of
+// opts.MergeOperator if set; and if the rows kept include merge operands
+// while no name is known, Repair fails with ErrMergeOperator and changes
+// nothing, since those operands could not be read back: set
+// opts.MergeOperator to the operator that wrote them. An opts.MergeOperator
+// of another name than the recorded one fails the same way.
 //
 // Every readable row is kept; what cannot be read is reported in the
 // RepairReport and moved, with every other input, under lost/repair-<V>/,
@@ -157,6 +165,7 @@ type repairer struct {
 	badMans   []string      // manifest versions that do not decode
 	tables    []repairTable // tables whose index was read
 	maxSeq    uint64        // the largest sequence number in a readable table
+	operands  uint64        // merge operands among the rows kept
 	segments  []uint64      // WAL segments converted
 	mems      []*memtable.Memtable
 	sources   []repairSource
@@ -198,6 +207,9 @@ func (r *repairer) run() (*RepairReport, error) {
 	if err := r.loadManifest(); err != nil {
 		return nil, err
 	}
+	if _, err := r.mergeOperatorName(); err != nil {
+		return nil, err
+	}
 	if err := r.chooseLostDir(); err != nil {
 		return nil, err
 	}
@@ -209,6 +221,9 @@ func (r *repairer) run() (*RepairReport, error) {
 	}
 	if err := r.writeTables(); err != nil {
 		return nil, err
+	}
+	if _, err := r.mergeOperatorName(); err != nil {
+		return nil, err // before anything is copied; close removes the new tables
 	}
 	for _, t := range r.tables {
 		for _, d := range t.salv.Damaged() {
@@ -507,6 +522,9 @@ func (r *repairer) writeTables() error {
 		if row.Flags&format.FlagHasTS != 0 {
 			r.clockHWM = max(r.clockHWM, row.TS)
 		}
+		if row.Flags&format.FlagMerge != 0 {
+			r.operands++
+		}
 		r.rep.RowsKept++
 		r.rep.LastSeq = max(r.rep.LastSeq, row.Seq)
 		lastKey, lastSeq, have = append(lastKey[:0], row.Key...), row.Seq, true
@@ -560,17 +578,21 @@ func (r *repairer) copyObject(from, to string) error {
 // bottom level, every number ever used below NextFileNum, every segment
 // below MinLogNum.
 func (r *repairer) writeManifest() error {
+	op, err := r.mergeOperatorName()
+	if err != nil {
+		return err
+	}
 	st := &manifest.State{
-		NextFileNum: r.maxNum + 1,
-		LastSeq:     r.rep.LastSeq,
-		ClockHWM:    r.clockHWM,
-		MinLogNum:   r.maxNum + 1,
-		WriterEpoch: 1,
+		MergeOperator: op,
+		NextFileNum:   r.maxNum + 1,
+		LastSeq:       r.rep.LastSeq,
+		ClockHWM:      r.clockHWM,
+		MinLogNum:     r.maxNum + 1,
+		WriterEpoch:   1,
 	}
 	if r.old != nil {
 		st.LastSeq = max(st.LastSeq, r.old.LastSeq)
 		st.WriterEpoch = r.old.WriterEpoch + 1
-		st.MergeOperator = r.old.MergeOperator
 	}
 	r.rep.LastSeq = st.LastSeq
 	st.Levels[bottomLevel] = r.written
@@ -579,6 +601,32 @@ func (r *repairer) writeManifest() error {
 	}
 	r.rep.ManifestVersion = r.version
 	return nil
+}
+
+// mergeOperatorName returns the merge operator name the new manifest
+// records: the previous manifest's, else that of Options.MergeOperator. It
+// fails when the two differ, or when the rows kept so far hold merge
+// operands and neither names an operator.
+func (r *repairer) mergeOperatorName() (string, error) {
+	recorded, opt := "", ""
+	if r.old != nil {
+		recorded = r.old.MergeOperator
+	}
+	if r.opts.MergeOperator != nil {
+		opt = r.opts.MergeOperator.Name()
+	}
+	switch {
+	case recorded != "" && opt != "" && opt != recorded:
+		return "", fmt.Errorf("mayfly: repair: %w: the manifest records merge operator %q, Options.MergeOperator is %q",
+			ErrMergeOperator, recorded, opt)
+	case recorded != "":
+		return recorded, nil
+	case opt == "" && r.operands > 0:
+		return "", fmt.Errorf("mayfly: repair: %w: the rows hold %d merge operands and no readable manifest records their operator; "+
+			"set Options.MergeOperator (mayfly repair --merge-operator NAME) to the operator that wrote them",
+			ErrMergeOperator, r.operands)
+	}
+	return opt, nil
 }
 
 // String summarises the report on a few lines.

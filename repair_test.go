@@ -533,3 +533,68 @@ func TestRepairSkipsFlushedWAL(t *testing.T) {
 		t.Fatalf("kept key after repair: %q, %v", v, err)
 	}
 }
+
+// TestRepairMergeOperator: a repaired manifest records the merge operator
+// its operands need. Without a readable manifest Repair takes the name from
+// Options.MergeOperator, refuses (changing nothing) when operands are kept
+// and no name is known, and refuses an operator other than the recorded one.
+func TestRepairMergeOperator(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewManual(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	opts := func(op MergeOperator) *Options {
+		return &Options{Clock: clk, MemtableSize: 64 << 10, MergeOperator: op}
+	}
+	db, err := Open(dir, opts(Int64Add))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		if err := db.Merge([]byte(fmt.Sprintf("c%02d", i%20)), EncodeInt64(int64(i)), ExpireAfter(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if i == 100 {
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The manifest records the operator: another one is refused.
+	if _, err := Repair(dir, opts(Int64Max)); !errors.Is(err, ErrMergeOperator) {
+		t.Fatalf("Repair with Int64Max over a manifest recording Int64Add: %v, want ErrMergeOperator", err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "manifest")); err != nil {
+		t.Fatal(err)
+	}
+	before := listDir(t, dir)
+	_, err = Repair(dir, opts(nil))
+	if !errors.Is(err, ErrMergeOperator) || !strings.Contains(err.Error(), "merge operands") {
+		t.Fatalf("Repair without an operator of a database with operands: %v, want ErrMergeOperator", err)
+	}
+	if after := listDir(t, dir); !slices.Equal(before, after) {
+		t.Fatalf("a refused repair changed the directory:\nbefore %v\nafter  %v", before, after)
+	}
+
+	repairOK(t, dir, opts(Int64Add))
+	if _, err := Open(dir, opts(nil)); !errors.Is(err, ErrMergeOperator) {
+		t.Fatalf("Open without an operator after repair: %v, want ErrMergeOperator (the name must be recorded)", err)
+	}
+	db, err = Open(dir, opts(Int64Add))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for c := range 20 {
+		want := int64(0)
+		for i := c; i < 200; i += 20 {
+			want += int64(i)
+		}
+		v, err := db.Get([]byte(fmt.Sprintf("c%02d", c)))
+		if n, _ := DecodeInt64(v); err != nil || n != want {
+			t.Fatalf("counter c%02d after repair: %d, %v; want %d", c, n, err, want)
+		}
+	}
+}

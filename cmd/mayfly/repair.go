@@ -25,6 +25,8 @@ func repairCommand() *cli.Command {
 			&cli.StringFlag{Name: "dir", Aliases: []string{"d"}, TakesFile: true,
 				Usage: "database `DIR`ectory or s3:// URL (or give DIR as the argument)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the report as one JSON object"},
+			&cli.StringFlag{Name: "merge-operator", Usage: "the built-in merge operator (`NAME`, e.g. mayfly.Int64Add) that wrote " +
+				"the database's merge operands, needed when no readable manifest records it"},
 		},
 		Action: func(_ context.Context, cmd *cli.Command) error {
 			dir := cmd.String("dir")
@@ -44,7 +46,15 @@ func repairCommand() *cli.Command {
 					return fmt.Errorf("%s is not a directory", dir)
 				}
 			}
-			rep, err := mayfly.Repair(dir, nil)
+			var opts mayfly.Options
+			if name := cmd.String("merge-operator"); name != "" {
+				op, ok := mayfly.BuiltinMergeOperator(name)
+				if !ok {
+					return usagef("repair: --merge-operator %q is not a built-in operator (mayfly.Int64Add, mayfly.Int64Max, mayfly.Int64Min)", name)
+				}
+				opts.MergeOperator = op
+			}
+			rep, err := mayfly.Repair(dir, &opts)
 			if rep == nil {
 				return fmt.Errorf("repair: %w", err)
 			}

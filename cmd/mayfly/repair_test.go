@@ -63,3 +63,21 @@ func TestRepairUsage(t *testing.T) {
 	fails(t, exitError, "no database at", "repair", "--dir", filepath.Join(t.TempDir(), "missing"))
 	fails(t, exitError, "no database at", "repair", filepath.Join(t.TempDir(), "missing"))
 }
+
+// TestRepairMergeOperatorFlag: a database whose counters lost their
+// manifest is refused by `repair` until --merge-operator names the
+// operator; the repaired counters read as before.
+func TestRepairMergeOperatorFlag(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	ok(t, "add", "--dir", dir, "hits", "5")
+	ok(t, "add", "--dir", dir, "hits", "-2")
+	if err := os.RemoveAll(filepath.Join(dir, "manifest")); err != nil {
+		t.Fatal(err)
+	}
+	fails(t, exitError, "merge operands", "repair", dir)
+	fails(t, exitUsage, "not a built-in operator", "repair", "--merge-operator", "sum", dir)
+	ok(t, "repair", "--merge-operator", "mayfly.Int64Add", dir)
+	if out := ok(t, "counter", "--dir", dir, "hits"); out != "3\n" {
+		t.Fatalf("counter after repair printed %q, want 3", out)
+	}
+}
