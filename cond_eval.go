@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/mayflydb/mayfly/format"
 )
@@ -32,8 +33,8 @@ const (
 	// entry may replace its deadline as the operand's ExpireCond says
 	// (ttl_ops.go).
 	condDeadline
-	// condCounter: the key is absent or holds an 8-byte value, so that the
-	// Int64Add operand of the entry folds onto it (DB.Add, merge.go).
+	// condCounter: the key is absent or holds an 8-byte value to which the
+	// Int64Add operand of the entry adds without overflow (DB.Add, merge.go).
 	condCounter
 )
 
@@ -80,9 +81,22 @@ func (k condKind) holds(s keyState, e *format.Row, arg []byte) bool {
 	case condDeadline:
 		return s.live && len(arg) == 1 && ExpireCond(arg[0]).allows(s, e)
 	case condCounter:
-		return !s.live || len(s.value) == 8
+		if !s.live {
+			return true
+		}
+		n, ok := DecodeInt64(s.value)
+		var d int64 // e is nil for a peek (cond_peek.go): the pipeline judges the sum
+		if e != nil {
+			d, _ = DecodeInt64(e.Value) // validated when added
+		}
+		return ok && !addOverflows(n, d)
 	}
 	return false
+}
+
+// addOverflows reports whether n+d leaves the int64 range.
+func addOverflows(n, d int64) bool {
+	return (d > 0 && n > math.MaxInt64-d) || (d < 0 && n < math.MinInt64-d)
 }
 
 // batchCond is a condition on entry `entry` of a batch; its operand is

@@ -34,7 +34,9 @@ type MergeOperator interface {
 // little-endian (EncodeInt64, DecodeInt64). A base or operand of another
 // length is an error.
 var (
-	// Int64Add sums: a counter (DB.Add uses it).
+	// Int64Add sums: a counter (DB.Add uses it). Folding wraps around on
+	// overflow, as Go's int64 addition does: an operand written blind
+	// cannot be refused later. DB.Add refuses a delta that would overflow.
 	Int64Add MergeOperator = int64Op{name: "mayfly.Int64Add", fold: func(a, b int64) int64 { return a + b }}
 	// Int64Max keeps the largest value merged.
 	Int64Max MergeOperator = int64Op{name: "mayfly.Int64Max", fold: func(a, b int64) int64 { return max(a, b) }}
@@ -271,8 +273,10 @@ func (o *condOverlay) resolveMerge(r *format.Row) (keyState, error) {
 // operand, and returns the sum. An absent or expired counter starts from
 // zero, in a window ending as ttl says; a live one keeps its window. Add
 // needs Options.MergeOperator = Int64Add. A key holding a value that is not
-// a counter (8 bytes) returns an error wrapping ErrConditionFailed and
-// writes nothing. Like Put it does not wait for an fsync.
+// a counter (8 bytes), or a delta that would take the counter outside the
+// int64 range (as Redis's INCRBY refuses), returns an error wrapping
+// ErrConditionFailed and writes nothing. Like Put it does not wait for an
+// fsync.
 func (db *DB) Add(key []byte, delta int64, ttl TTL) (int64, error) {
 	b := db.pooledBatch(0)
 	defer b.Close()
@@ -285,7 +289,8 @@ func (db *DB) Add(key []byte, delta int64, ttl TTL) (int64, error) {
 		return 0, err
 	}
 	if !ok {
-		return 0, fmt.Errorf("mayfly: Add: key %q holds a value that is not a counter: %w", key, ErrConditionFailed)
+		return 0, fmt.Errorf("mayfly: Add: key %q holds a value that is not a counter, or adding %d to it would overflow int64: %w",
+			key, delta, ErrConditionFailed)
 	}
 	n, _ := DecodeInt64(b.cond.got) // absent: no value, from zero
 	n += delta

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -655,4 +656,54 @@ func TestMergeFoldKeepsValueForDeadlineRowAbove(t *testing.T) {
 		t.Fatalf("no periodic compaction ran: %+v", db.Metrics().Levels[0])
 	}
 	wantCounter(t, db, "c", 3, time.Time{})
+}
+
+// TestAddRefusesOverflow: DB.Add refuses a delta that would take the
+// counter outside the int64 range, in either direction, writing nothing;
+// a blind operand wraps around as documented for Int64Add.
+func TestAddRefusesOverflow(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openCounterDB(t, t.TempDir(), clk)
+	defer db.Close()
+	hour := ExpireAfter(time.Hour)
+	counter := func(key string) int64 {
+		t.Helper()
+		v, err := db.Get([]byte(key))
+		n, ok := DecodeInt64(v)
+		if err != nil || !ok {
+			t.Fatalf("Get(%s) = %x, %v", key, v, err)
+		}
+		return n
+	}
+	for _, c := range []struct {
+		start, delta int64
+	}{{math.MaxInt64 - 1, 2}, {math.MaxInt64, 1}, {math.MinInt64 + 1, -2}, {math.MinInt64, -1}, {-1, math.MinInt64}} {
+		key := fmt.Sprintf("c%d%+d", c.start, c.delta)
+		if n, err := db.Add([]byte(key), c.start, hour); err != nil || n != c.start {
+			t.Fatalf("Add(%s, %d) = %d, %v", key, c.start, n, err)
+		}
+		seq := db.visibleSeq.Load()
+		if _, err := db.Add([]byte(key), c.delta, hour); !errors.Is(err, ErrConditionFailed) || !strings.Contains(err.Error(), "overflow") {
+			t.Fatalf("Add(%s, %d) past the int64 range: %v, want ErrConditionFailed naming the overflow", key, c.delta, err)
+		}
+		if got := db.visibleSeq.Load(); got != seq {
+			t.Fatalf("a refused Add wrote: sequence %d -> %d", seq, got)
+		}
+		if n := counter(key); n != c.start {
+			t.Fatalf("%s after a refused Add = %d, want %d", key, n, c.start)
+		}
+		// One less in size lands on the range's end and is accepted.
+		inside := c.delta - 1
+		if c.delta < 0 {
+			inside = c.delta + 1
+		}
+		if n, err := db.Add([]byte(key), inside, hour); err != nil || n != c.start+inside {
+			t.Fatalf("Add(%s, %d) = %d, %v; want %d", key, inside, n, err, c.start+inside)
+		}
+	}
+	addBlind(t, db, "w", math.MaxInt64, hour)
+	addBlind(t, db, "w", 1, hour)
+	if n := counter("w"); n != math.MinInt64 {
+		t.Fatalf("blind MaxInt64 + 1 = %d, want the wrap-around %d", n, int64(math.MinInt64))
+	}
 }
