@@ -200,6 +200,12 @@ func (db *DB) refreshOnce(list bool) (bool, error) {
 		if st, num, levels, err = db.loadNewerVersion(cur); err != nil {
 			return false, err
 		}
+		// The writer records its operator in a later version than this
+		// handle opened at: a refresh is refused as such an Open would be.
+		if st.MergeOperator != "" && st.MergeOperator != db.mergeName {
+			return false, fmt.Errorf("%w: manifest version %d records merge operator %q, this handle has %q (Options.MergeOperator); reopen with it",
+				ErrMergeOperator, num, st.MergeOperator, db.mergeName)
+		}
 		minLog = st.MinLogNum
 		lastSeq = max(lastSeq, st.LastSeq)
 		db.clock.Observe(st.ClockHWM)
