@@ -48,7 +48,7 @@ var (
 	bloom     = flag.Int("bloom", 10, "bloom filter bits per key for every engine")
 	engines   = flag.String("engines", strings.Join(bench.Engines, ","), "engines to run")
 	workloads = flag.String("workloads", strings.Join(bench.Workloads, ","), "workloads to run")
-	workdir   = flag.String("workdir", filepath.Join(os.TempDir(), "mayfly-bench"), "scratch directory for databases (same disk as the report)")
+	workdir   = flag.String("workdir", os.TempDir(), "directory in which each run makes its own scratch directory for databases, removed at the end (same disk as the report)")
 	results   = flag.String("results", "results", "directory for the JSON lines file")
 	doc       = flag.String("doc", "../docs/benchmarks-comparison.md", "markdown report to write ('' for none)")
 	imgDir    = flag.String("img", "../docs/img", "directory for the PNG charts")
@@ -83,6 +83,21 @@ func params() bench.Params {
 		p.Seeks = max(p.Num/10, 1)
 	}
 	return p
+}
+
+// makeScratch points *workdir at a new directory of its own inside it, so
+// that runs started side by side never share (or remove) each other's
+// databases, and returns the function that removes it.
+func makeScratch() (func(), error) {
+	if err := os.MkdirAll(*workdir, 0o755); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(*workdir, "mayfly-bench-")
+	if err != nil {
+		return nil, err
+	}
+	*workdir = dir
+	return func() { os.RemoveAll(dir) }, nil
 }
 
 func main() {
@@ -195,13 +210,11 @@ func orchestrate() error {
 		return err
 	}
 	p := params()
-	if err := os.RemoveAll(*workdir); err != nil {
+	cleanup, err := makeScratch()
+	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*workdir, 0o755); err != nil {
-		return err
-	}
-	defer os.RemoveAll(*workdir)
+	defer cleanup()
 	began := time.Now()
 	logf := func(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, "[%6.0fs] %s\n", time.Since(began).Seconds(), fmt.Sprintf(format, a...))

@@ -92,13 +92,11 @@ func runScale() error {
 		}
 		defer cg.remove()
 	}
-	if err := os.RemoveAll(*workdir); err != nil {
+	cleanup, err := makeScratch()
+	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(*workdir, 0o755); err != nil {
-		return err
-	}
-	defer os.RemoveAll(*workdir)
+	defer cleanup()
 	if err := os.MkdirAll(*results, 0o755); err != nil {
 		return err
 	}
