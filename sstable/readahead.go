@@ -25,15 +25,18 @@ package sstable
 //     A handle that does not continue the window ends it. (Every handle was
 //     checked to lie within the data blocks when the point index was built,
 //     pointindex.go.)
-//   - Blocks read ahead are checked (CRC) and decoded like any other, on the
-//     fetching goroutine, straight into the cache's slab memory (cache.go)
-//     when there is a cache, so that reaching a block hands it to the cache
-//     without a copy. They enter the block cache only when the iterator
-//     reaches them, so read-ahead caches nothing a scan without it would
-//     not have cached; a compaction iterator's blocks never enter it, and
-//     are freed when the iterator moves past them. Blocks fetched but never
-//     reached are freed with their window (by the fetching goroutine if it
-//     is still running when the window is dropped).
+//   - A window's stored bytes stay in its read buffer; each block is checked
+//     (CRC) and decoded like any other when the iterator reaches it, straight
+//     into the cache's slab memory (cache.go) when there is a cache, so that
+//     reaching a block hands it to the cache without a copy. A scan that
+//     ends inside a window thus decodes only the blocks it reached. A
+//     compaction iterator, which reaches every block, has the fetching
+//     goroutine decode them all. Blocks enter the block cache only when the
+//     iterator reaches them, so read-ahead caches nothing a scan without it
+//     would not have cached; a compaction iterator's blocks never enter it,
+//     and are freed when the iterator moves past them. A window's buffer
+//     and its blocks not reached are freed with the window (by the fetching
+//     goroutine if it is still running when the window is dropped).
 //   - An error reading or checking a fetched block surfaces at the iterator
 //     when it reaches that block, where reading the block alone would have
 //     reported it; a short read fails only the blocks it cut off.
@@ -53,6 +56,9 @@ const initialReadAhead = 64 << 10
 // raFetches counts background fetches running, for tests.
 var raFetches atomic.Int64
 
+// raDecoded counts the blocks decoded from windows, for tests.
+var raDecoded atomic.Int64
+
 // testHookCloseWait, if set, runs when Close is about to wait for
 // background fetches.
 var testHookCloseWait func()
@@ -60,7 +66,19 @@ var testHookCloseWait func()
 // raWindow is a run of contiguous data blocks fetched with one read.
 type raWindow struct {
 	handles []blockHandle
-	blocks  [][]byte // decoded blocks; filled when done is closed
+	// raw holds the window's stored bytes from one ReadAt (n of them read,
+	// readErr why not all), from pool; it is given back when the window is
+	// freed. A block is checked and decoded from it by decode, when the
+	// iterator reaches it (or, for a compaction iterator, by the fetch).
+	raw     []byte
+	n       int
+	readErr error
+	pool    *windowPool
+	cache   *Cache // decode into its slab memory; nil: the Go heap
+	alloc   blockAlloc
+	cur     int // the block being decoded, for alloc
+	decoded []bool
+	blocks  [][]byte // decoded blocks
 	errs    []error
 	// slab holds the blocks decoded into slab memory, each with one
 	// reference, the window's; take hands it to the iterator and sets
@@ -109,6 +127,10 @@ func (w *raWindow) freeBlocks() {
 		}
 		w.slab[i], w.blocks[i] = nil, nil
 	}
+	if w.raw != nil {
+		w.pool.put(w.raw)
+		w.raw = nil
+	}
 }
 
 // find returns the index of the block at off in w, or -1.
@@ -120,40 +142,54 @@ func (w *raWindow) find(off uint64) int {
 	return -1
 }
 
-// fetchWindow reads w's blocks with one ReadAt and decodes them, into slab
-// memory from c if c is not nil. It marks w fetched.
-func (r *Reader) fetchWindow(w *raWindow, c *Cache) {
+// fetchWindow reads w's blocks with one ReadAt, to be decoded into slab
+// memory from c if c is not nil; with all, it decodes every block now (a
+// compaction reads them all), else each when the iterator reaches it, so
+// that a short scan does not pay for blocks past its end. It marks w
+// fetched.
+func (r *Reader) fetchWindow(w *raWindow, c *Cache, all bool) {
 	defer w.fetchDone()
 	first, last := w.handles[0], w.handles[len(w.handles)-1]
-	start := first.offset
-	pool := r.cache.windowPool()
-	buf := pool.get(int(last.offset + last.length + trailerLen - start))
-	defer pool.put(buf) // decodeBlock copies every block out of it
-	n, err := r.f.ReadAt(buf, int64(start))
+	w.pool = r.cache.windowPool()
+	w.raw = w.pool.get(int(last.offset + last.length + trailerLen - first.offset))
+	w.n, w.readErr = r.f.ReadAt(w.raw, int64(first.offset))
+	w.decoded = make([]bool, len(w.handles))
 	w.blocks = make([][]byte, len(w.handles))
 	w.errs = make([]error, len(w.handles))
 	w.slab = make([]*cachedBlock, len(w.handles))
 	w.taken = make([]bool, len(w.handles))
-	var alloc blockAlloc
-	var i int
 	if c != nil {
-		alloc = func(n int) []byte {
-			w.slab[i] = c.newBlock(n)
-			return w.slab[i].buf.B
+		w.cache = c
+		w.alloc = func(n int) []byte {
+			w.slab[w.cur] = w.cache.newBlock(n)
+			return w.slab[w.cur].buf.B
 		}
 	}
-	for j, h := range w.handles {
-		i = j
-		lo, hi := h.offset-start, h.offset-start+h.length+trailerLen
-		if hi > uint64(n) {
-			w.errs[i] = r.readErr(int64(h.offset), err)
-			continue
+	if all {
+		for i := range w.handles {
+			r.decode(w, i)
 		}
-		w.blocks[i], w.errs[i] = r.decodeBlock(buf[lo:hi:hi], h, "data", true, alloc)
-		if cb := w.slab[i]; cb != nil && (w.errs[i] != nil || len(w.blocks[i]) == 0 || &w.blocks[i][0] != &cb.buf.B[0]) {
-			cb.unref() // failed, or decoded elsewhere
-			w.slab[i] = nil
-		}
+	}
+}
+
+// decode checks and decodes block i of the fetched window w, once.
+func (r *Reader) decode(w *raWindow, i int) {
+	if w.decoded[i] {
+		return
+	}
+	w.decoded[i] = true
+	raDecoded.Add(1)
+	h := w.handles[i]
+	lo, hi := h.offset-w.handles[0].offset, h.offset-w.handles[0].offset+h.length+trailerLen
+	if hi > uint64(w.n) {
+		w.errs[i] = r.readErr(int64(h.offset), w.readErr)
+		return
+	}
+	w.cur = i
+	w.blocks[i], w.errs[i] = r.decodeBlock(w.raw[lo:hi:hi], h, "data", true, w.alloc)
+	if cb := w.slab[i]; cb != nil && (w.errs[i] != nil || len(w.blocks[i]) == 0 || &w.blocks[i][0] != &cb.buf.B[0]) {
+		cb.unref() // failed, or decoded elsewhere
+		w.slab[i] = nil
 	}
 }
 
@@ -313,7 +349,7 @@ func (it *Iterator) readBlock(h blockHandle, forward bool) (blockRef, error) {
 		return it.readDataBlock(h)
 	}
 	ra.grow(it.raMax)
-	r.fetchWindow(w, it.slabCache())
+	r.fetchWindow(w, it.slabCache(), it.noFill)
 	ra.cur.drop()
 	ra.next.drop()
 	ra.cur, ra.next = w, nil
@@ -347,6 +383,7 @@ func (it *Iterator) take(w *raWindow, i int) (blockRef, error) {
 	if w.done != nil {
 		<-w.done
 	}
+	it.r.decode(w, i)
 	if err := w.errs[i]; err != nil {
 		return blockRef{}, err
 	}
@@ -390,7 +427,7 @@ func (it *Iterator) prefetch() {
 		return
 	}
 	ra.grow(it.raMax)
-	c := it.slabCache()
+	c, all := it.slabCache(), it.noFill
 	w.done = make(chan struct{})
 	ra.next = w
 	ra.wg.Add(1)
@@ -399,7 +436,7 @@ func (it *Iterator) prefetch() {
 		defer ra.wg.Done()
 		defer close(w.done)
 		defer raFetches.Add(-1)
-		r.fetchWindow(w, c)
+		r.fetchWindow(w, c, all)
 	}()
 }
 

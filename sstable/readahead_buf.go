@@ -3,10 +3,12 @@ package sstable
 // Read buffers of read-ahead windows.
 //
 // A window's stored bytes are read with one ReadAt into a buffer that is
-// only needed until its blocks are checked and decoded: decodeBlock copies
-// even an uncompressed block out, and an error names offsets, never bytes,
-// so nothing refers to the buffer once fetchWindow returns. A scan goes
-// through a window of up to ReadAhead bytes every few blocks.
+// needed until its blocks are checked and decoded, which happens as the
+// iterator reaches them: the window owns the buffer and gives it back when
+// it is freed (raWindow.freeBlocks). decodeBlock copies even an
+// uncompressed block out, and an error names offsets, never bytes, so
+// nothing refers to the buffer after that. A scan goes through a window of
+// up to ReadAhead bytes every few blocks.
 //
 // The buffers live outside the Go heap (internal/manual): on the heap, a
 // buffer in use or waiting in a sync.Pool counted toward the GC's heap goal
@@ -21,7 +23,7 @@ package sstable
 // a mapping of its own, unmapped after its fetch (one system call pair per
 // 64 KiB or more read).
 //
-// Every buffer is owned by exactly one fetch from get to put, which either
+// Every buffer is owned by exactly one window from get to put, which either
 // keeps it on the free list (owned by the list, handed to one later fetch)
 // or frees it; the cache's Close frees the list and makes every later put
 // free its buffer. So a buffer is never freed twice or while a fetch uses

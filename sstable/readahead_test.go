@@ -396,6 +396,38 @@ func TestReadAheadCachesOnlyReachedBlocks(t *testing.T) {
 	}
 }
 
+// TestReadAheadDecodesOnlyReachedBlocks: a scan that stops a few blocks
+// into its read-ahead windows decodes only the blocks it reached, not the
+// rest of the windows fetched (one read each) ahead of it.
+func TestReadAheadDecodesOnlyReachedBlocks(t *testing.T) {
+	data, rows := raTable(t, SnappyCompression)
+	scan := func(readAhead int) (CacheMetrics, int64, int) {
+		cache := NewCache(64 << 20)
+		obj := newCountingObject(data)
+		r := openRA(t, obj, readAhead, cache)
+		defer r.Close()
+		before := raDecoded.Load()
+		it := r.NewIter()
+		n := 0
+		for ok := it.SeekGE(rows[len(rows)/4].Key); ok && n < len(rows)/10; ok = it.Next() {
+			n++
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return cache.Metrics(), raDecoded.Load() - before, len(obj.takeReads())
+	}
+	plain, _, plainReads := scan(0)
+	_, decoded, reads := scan(1 << 20)
+	reached := int64(plain.Misses) // each block the scan reached, read alone
+	if reads >= plainReads || decoded == 0 {
+		t.Fatalf("read-ahead made %d reads (without: %d) and decoded %d blocks from windows: no windows used", reads, plainReads, decoded)
+	}
+	if decoded > reached {
+		t.Fatalf("a scan reaching %d blocks decoded %d blocks from its read-ahead windows", reached, decoded)
+	}
+}
+
 // TestReadAheadCompactionIterDoesNotFillCache: a compaction's iterator reads
 // ahead like any forward scan, and still adds none of the blocks it reads
 // (from windows or alone) to the cache.
