@@ -374,20 +374,25 @@ func TestReadAheadNotForGet(t *testing.T) {
 }
 
 // Blocks fetched ahead but never reached stay out of the block cache.
+// scanPart reads n rows forwards from key and closes the iterator.
+func scanPart(t *testing.T, r *Reader, key []byte, n int) {
+	t.Helper()
+	it := r.NewIter()
+	for ok := it.SeekGE(key); ok && n > 0; ok = it.Next() {
+		n--
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestReadAheadCachesOnlyReachedBlocks(t *testing.T) {
 	data, rows := raTable(t, SnappyCompression)
 	cached := func(capBytes int) CacheMetrics {
 		cache := NewCache(64 << 20)
 		r := openRA(t, newCountingObject(data), capBytes, cache)
 		defer r.Close()
-		it := r.NewIter()
-		n := 0
-		for ok := it.SeekGE(rows[len(rows)/4].Key); ok && n < len(rows)/3; ok = it.Next() {
-			n++
-		}
-		if err := it.Close(); err != nil {
-			t.Fatal(err)
-		}
+		scanPart(t, r, rows[len(rows)/4].Key, len(rows)/3)
 		return cache.Metrics()
 	}
 	plain, ra := cached(0), cached(1<<20)
@@ -407,14 +412,7 @@ func TestReadAheadDecodesOnlyReachedBlocks(t *testing.T) {
 		r := openRA(t, obj, readAhead, cache)
 		defer r.Close()
 		before := raDecoded.Load()
-		it := r.NewIter()
-		n := 0
-		for ok := it.SeekGE(rows[len(rows)/4].Key); ok && n < len(rows)/10; ok = it.Next() {
-			n++
-		}
-		if err := it.Close(); err != nil {
-			t.Fatal(err)
-		}
+		scanPart(t, r, rows[len(rows)/4].Key, len(rows)/10)
 		return cache.Metrics(), raDecoded.Load() - before, len(obj.takeReads())
 	}
 	plain, _, plainReads := scan(0)
