@@ -199,6 +199,8 @@ type localObjectWriter struct {
 	final string
 	done  bool
 	err   error // first write error; Commit refuses after one
+	off   int64 // bytes written to f
+	wb    writeback
 }
 
 // releaseBuf returns the write buffer to its free list; buffered bytes not
@@ -217,6 +219,7 @@ func (w *localObjectWriter) flushBuf() error {
 		return nil
 	}
 	n, err := w.f.Write(w.buf)
+	w.wrote(n)
 	if err == nil && n != len(w.buf) {
 		err = io.ErrShortWrite
 	}
@@ -225,6 +228,12 @@ func (w *localObjectWriter) flushBuf() error {
 	}
 	w.buf = w.buf[:0]
 	return nil
+}
+
+// wrote counts n bytes written to f.
+func (w *localObjectWriter) wrote(n int) {
+	w.off += int64(n)
+	w.wb.wrote(w.f, w.off)
 }
 
 func (w *localObjectWriter) Write(p []byte) (int, error) {
@@ -241,6 +250,7 @@ func (w *localObjectWriter) Write(p []byte) (int, error) {
 			// A whole buffer or more: skip the copy.
 			var n int
 			n, err = w.f.Write(p)
+			w.wrote(n)
 			written += n
 			p = p[n:]
 			if err == nil && len(p) > 0 {
@@ -548,6 +558,7 @@ type localLog struct {
 	off      int64 // bytes written
 	alloc    int64 // reserving: bytes reserved and zero-filled (the file size)
 	err      error // sticky: after a failed write the tail is unknown
+	wb       writeback
 }
 
 func (w *localLog) Write(p []byte) (int, error) {
@@ -566,6 +577,7 @@ func (w *localLog) Write(p []byte) (int, error) {
 		w.err = fmt.Errorf("mayfly/storage: append to %s: %w", w.f.Name(), err)
 		return n, w.err
 	}
+	w.wb.wrote(w.f, w.off)
 	return n, nil
 }
 

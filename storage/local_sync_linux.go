@@ -37,3 +37,12 @@ func preallocate(f *os.File, off, n int64) error {
 		}
 	}
 }
+
+// startWriteback asks the kernel to start writing f's dirty pages in
+// [off, off+n) back, without waiting for them (see writeback).
+func startWriteback(f *os.File, off, n int64) {
+	_ = syscall.SyncFileRange(int(f.Fd()), off, n, syncFileRangeWrite)
+}
+
+// syncFileRangeWrite is SYNC_FILE_RANGE_WRITE from <linux/fs.h>.
+const syncFileRangeWrite = 2
