@@ -21,15 +21,16 @@ type tableFile struct {
 	// compacting is set while a compaction reads the table; guarded by
 	// DB.mu. The picker sees it as compaction.Table.Compacting.
 	compacting bool
+	db         *DB
+	reader     *sstable.Reader
+	refs       atomic.Int32
+	obsolete   atomic.Bool
+
 	// shadows is compaction.Table.Shadows: the rows of older tables this
 	// table's rows supersede, counted by the flush that wrote it; 0 for
 	// tables written by compactions and for tables opened from the
 	// manifest (the count is not recorded on disk).
-	shadows  uint64
-	db       *DB
-	reader   *sstable.Reader
-	refs     atomic.Int32
-	obsolete atomic.Bool
+	shadows uint64
 }
 
 func (t *tableFile) ref() { t.refs.Add(1) }
