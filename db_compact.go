@@ -241,7 +241,7 @@ func (db *DB) pickerLevels() *compaction.Levels {
 		views := make([]compaction.Table, len(lvl))
 		lv[l] = make([]*compaction.Table, len(lvl))
 		for i, t := range lvl {
-			views[i] = compaction.Table{Meta: t.Meta, Compacting: t.compacting}
+			views[i] = compaction.Table{Meta: t.Meta, Compacting: t.compacting, Shadows: t.shadows}
 			lv[l][i] = &views[i]
 		}
 	}
@@ -260,6 +260,7 @@ func (db *DB) pickerOptsValue() compaction.PickerOptions {
 		LBaseMaxBytes:             db.opts.LBaseMaxBytes,
 		LevelSizeRatio:            db.opts.LevelSizeRatio,
 		ExpiredBytesRatio:         db.opts.ExpiredBytesRatio,
+		ShadowedRatio:             db.opts.L0ShadowedRatio,
 		PeriodicIntervalMillis:    db.opts.PeriodicCompactionInterval.Milliseconds(),
 		MemtableSize:              db.opts.MemtableSize,
 	}

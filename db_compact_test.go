@@ -820,3 +820,79 @@ func TestCompactWithInvalidLevel(t *testing.T) {
 	}
 	mustGet(t, db, "a", "1")
 }
+
+// TestShadowedCounterTablesFold: counters added to in every memtable make
+// level-0 tables that hold the same keys, each newer table superseding the
+// rows of the older ones (the flush folds a counter onto its state beneath,
+// RFC 0010 rule 8). With nothing expired yet, no file-count, drop or
+// expiry pick takes them; the flushes count what they supersede, and the
+// shadowed pick (Options.L0ShadowedRatio) compacts them into one table
+// of one row per counter. Once the windows end, the next fold drops them,
+// and every count reads exactly what was added in its window.
+func TestShadowedCounterTablesFold(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openTestDB(t, t.TempDir(), clk, func(o *Options) {
+		o.MergeOperator = Int64Add
+		o.DisableAgeRotation = true
+	})
+	defer db.Close()
+	const n, window = 100, 10 * time.Second
+	key := func(i int) string { return fmt.Sprintf("counter-%03d", i) }
+	addAll := func(keys int, delta int64) {
+		t.Helper()
+		for i := range keys {
+			addBlind(t, db, key(i), delta, ExpireAfter(window))
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.WaitForCompactions(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tables := func() (count int, rows uint64) {
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		for _, lvl := range db.current.levels {
+			for _, tf := range lvl {
+				count++
+				rows += tf.Meta.NumRows
+			}
+		}
+		return count, rows
+	}
+	start := clk.Now()
+	addAll(n, 1)
+	clk.Advance(3 * time.Second)
+	addAll(n, 2)
+	clk.Advance(3 * time.Second)
+	addAll(n/2, 4)
+	if c, rows := tables(); c != 1 || rows != n {
+		t.Fatalf("after three flushes of the same counters: %d tables of %d rows, want 1 of %d", c, rows, n)
+	}
+	if got := db.Metrics().CompactionsByKind["shadowed"]; got == 0 {
+		t.Fatal("no shadowed compaction ran")
+	}
+	deadline := start.Add(window)
+	for i := range n {
+		want := int64(3)
+		if i < n/2 {
+			want = 7
+		}
+		wantCounter(t, db, key(i), want, deadline)
+	}
+	// Past the windows: new ones start for a tenth of the counters, and
+	// the expired windows leave the disk.
+	clk.Advance(5 * time.Second)
+	addAll(n/10, 5)
+	if c, rows := tables(); c != 1 || rows != n/10 {
+		t.Fatalf("after the windows ended: %d tables of %d rows, want 1 of %d", c, rows, n/10)
+	}
+	for i := range n {
+		if i < n/10 {
+			wantCounter(t, db, key(i), 5, clk.Now().Add(window))
+		} else if _, _, ok := counterOf(t, db, key(i)); ok {
+			t.Fatalf("%s is live after its window ended", key(i))
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/compaction"
+	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/manifest"
 	"github.com/mayflydb/mayfly/memtable"
 	"github.com/mayflydb/mayfly/sstable"
@@ -187,7 +188,18 @@ func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool, deadlineAbove func
 	cfg := db.compactionConfig(false)
 	cfg.KeepExpired = true
 	cfg.DeadlineAbove = deadlineAbove
-	cfg.Below = below
+	// Each state found beneath is a row of an older table that the row
+	// written for the key supersedes (compaction.Table.Shadows).
+	var shadows uint64
+	if below != nil {
+		cfg.Below = func(key []byte) (format.Row, bool, error) {
+			r, ok, err := below(key)
+			if ok {
+				shadows++
+			}
+			return r, ok, err
+		}
+	}
 	if mayBeBottom && it.First() {
 		lo := append([]byte(nil), it.Row().Key...)
 		it.Last()
@@ -201,6 +213,7 @@ func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool, deadlineAbove func
 	if err != nil || len(tables) == 0 {
 		return nil, err
 	}
+	tables[0].shadows = shadows
 	return tables[0], nil
 }
 

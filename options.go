@@ -303,6 +303,15 @@ type Options struct {
 	// expired for the table to be rewritten for that reason alone.
 	// Default: 0.25.
 	ExpiredBytesRatio float64
+	// L0ShadowedRatio compacts level 0 into the base level once this share
+	// of the rows that compaction would read is superseded by newer rows:
+	// the rows a flush wrote over a counter's state in an older table
+	// (RFC 0010, "Space of churning windows"). It keeps counters added to
+	// in every memtable, whose windows would otherwise hold each level-0
+	// table until its last window ends, at about one row per counter; the
+	// compaction writes at most (1-ratio)/ratio bytes per superseded byte
+	// it removes. 1 turns it off. Default: 0.25.
+	L0ShadowedRatio float64
 	// PeriodicCompactionInterval bounds how long expired or deleted data
 	// stays on disk: a table whose oldest expiry or tombstone is this old is
 	// compacted to the bottom, even with no writes. Default: 1 hour.
@@ -446,6 +455,12 @@ func (o *Options) withDefaults() (*Options, error) {
 	if c.ExpiredBytesRatio > 1 {
 		return nil, fmt.Errorf("%w: Options.ExpiredBytesRatio %v is outside (0, 1]", ErrInvalidOptions, c.ExpiredBytesRatio)
 	}
+	if c.L0ShadowedRatio == 0 {
+		c.L0ShadowedRatio = 0.25
+	}
+	if c.L0ShadowedRatio > 1 {
+		return nil, fmt.Errorf("%w: Options.L0ShadowedRatio %v is outside (0, 1]", ErrInvalidOptions, c.L0ShadowedRatio)
+	}
 	if c.PeriodicCompactionInterval == 0 && !c.DisablePeriodicCompaction {
 		c.PeriodicCompactionInterval = time.Hour
 	}
@@ -495,6 +510,7 @@ func (o *Options) checkSigns() error {
 		{"LBaseMaxBytes", o.LBaseMaxBytes, o.LBaseMaxBytes < 0},
 		{"LevelSizeRatio", o.LevelSizeRatio, o.LevelSizeRatio < 0},
 		{"ExpiredBytesRatio", o.ExpiredBytesRatio, o.ExpiredBytesRatio < 0},
+		{"L0ShadowedRatio", o.L0ShadowedRatio, o.L0ShadowedRatio < 0},
 		{"PeriodicCompactionInterval", o.PeriodicCompactionInterval, o.PeriodicCompactionInterval < 0},
 		{"MaxConcurrentCompactions", o.MaxConcurrentCompactions, o.MaxConcurrentCompactions < 0},
 	} {

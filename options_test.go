@@ -55,6 +55,27 @@ func TestOpenRejectsOversizedBloom(t *testing.T) {
 	}
 }
 
+// TestOpenRejectsShadowedRatioAboveOne: an L0ShadowedRatio above 1 (a
+// share) fails Open with ErrInvalidOptions naming it, before anything is
+// created; 1 (off) is accepted.
+func TestOpenRejectsShadowedRatioAboveOne(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	_, err := Open(dir, &Options{L0ShadowedRatio: 1.5})
+	if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "L0ShadowedRatio") {
+		t.Fatalf("Open with L0ShadowedRatio 1.5: %v, want ErrInvalidOptions naming it", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a rejected Open left %s behind (stat: %v)", dir, err)
+	}
+	db, err := Open(dir, &Options{L0ShadowedRatio: 1})
+	if err != nil {
+		t.Fatalf("Open with L0ShadowedRatio 1: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestOpenRejectsNegativeOptions: a negative value in any numeric field of
 // Options fails Open with ErrInvalidOptions naming the field, before
 // anything is created. The fields are found by reflection, so a new one is

@@ -25,6 +25,12 @@ type tableFile struct {
 	reader     *sstable.Reader
 	refs       atomic.Int32
 	obsolete   atomic.Bool
+
+	// shadows is compaction.Table.Shadows: the rows of older tables this
+	// table's rows supersede, counted by the flush that wrote it; 0 for
+	// tables written by compactions and for tables opened from the
+	// manifest (the count is not recorded on disk).
+	shadows uint64
 }
 
 func (t *tableFile) ref() { t.refs.Add(1) }

@@ -11,7 +11,8 @@ import (
 // nothing needs doing or everything that does conflicts with a running one.
 // Order: whole-file drops (a manifest edit that only shrinks the levels, so
 // it comes before anything that would read those tables), level scores >= 1
-// (highest first), expired bytes, periodic compaction.
+// (highest first), superseded rows in level 0 (pickShadowed), expired
+// bytes, periodic compaction.
 func PickAuto(v *Levels, o *PickerOptions, env *Env) *Pick {
 	if p := PickDrops(v, env); p != nil {
 		return p
@@ -43,6 +44,9 @@ func PickAuto(v *Levels, o *PickerOptions, env *Env) *Pick {
 			p.Score = scores[l]
 			return p
 		}
+	}
+	if p := pickShadowed(v, o, env); p != nil {
+		return p
 	}
 	if p := pickExpired(v, o, env); p != nil {
 		return p

@@ -21,6 +21,11 @@ type Table struct {
 	Meta *manifest.FileMeta
 	// Compacting is set while a compaction reads the table.
 	Compacting bool
+	// Shadows is how many rows of older tables this level-0 table's rows
+	// supersede, as counted by the flush that wrote it (the merge folds
+	// that found a state beneath, RFC 0010 rule 8); 0 when not known.
+	// pickShadowed decides by it.
+	Shadows uint64
 }
 
 // Levels is a version as the picker sees it: L0 newest first, other levels
@@ -40,6 +45,10 @@ type PickerOptions struct {
 	ExpiredBytesRatio         float64
 	// PeriodicIntervalMillis is the periodic compaction interval; 0 disables.
 	PeriodicIntervalMillis int64
+	// ShadowedRatio is the share of the rows a level-0 compaction would
+	// read that must be superseded by newer rows for pickShadowed to run
+	// it; 0 and 1 disable that pick.
+	ShadowedRatio float64
 	// MemtableSize is the size at which memtables are flushed; it scales
 	// how many short-lived tables level 0 may hold (ShortLivedScale). 0
 	// means ShortLivedReferenceMemtable (no scaling).
@@ -58,9 +67,10 @@ const (
 	KindExpired              // expired bytes worth rewriting
 	KindPeriodic             // due by PeriodicCompactionInterval
 	KindManual               // Compact or ReclaimExpired
+	KindShadowed             // level 0 holds rows superseded by newer ones
 )
 
-var kindNames = [...]string{"l0", "level", "drop", "move", "expired", "periodic", "manual"}
+var kindNames = [...]string{"l0", "level", "drop", "move", "expired", "periodic", "manual", "shadowed"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
