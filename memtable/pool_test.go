@@ -13,9 +13,9 @@ import (
 
 // poolVal is the value of row i of memtable generation gen: distinct per
 // generation, so a reused chunk that leaked old bytes into a row shows. Its
-// record takes about a 1024th of a chunk.
+// node and record take about a 1024th of a chunk.
 func poolVal(i, gen int) []byte {
-	return append(fmt.Appendf(nil, "gen%d-row%06d-", gen, i), bytes.Repeat([]byte{byte('a' + gen%26)}, arenaChunk/1024-40)...)
+	return append(fmt.Appendf(nil, "gen%d-row%06d-", gen, i), bytes.Repeat([]byte{byte('a' + gen%26)}, arenaChunk/1024-80)...)
 }
 
 // fillPooled makes a memtable of pool holding rows 0..rows-1 of generation
@@ -58,11 +58,11 @@ func TestPoolReusesReleasedChunks(t *testing.T) {
 	if s.Fresh != 3 || s.Reused != 0 || s.Pooled != 0 {
 		t.Fatalf("first memtable: %+v, want 3 fresh chunks", s)
 	}
-	held := ArenaBytes() - base - tailBytes(m0)
+	held := ArenaBytes() - base
 	if held != 3*arenaChunk {
 		t.Fatalf("first memtable holds %d arena bytes, want %d", held, 3*arenaChunk)
 	}
-	m0.Unref() // its tail chunk is unmapped, not pooled
+	m0.Unref()
 	if s := pool.Stats(); s.Pooled != 3 || s.Freed != 0 {
 		t.Fatalf("after the first Unref: %+v, want 3 pooled", s)
 	}
@@ -72,7 +72,7 @@ func TestPoolReusesReleasedChunks(t *testing.T) {
 	for gen := 1; gen <= 3; gen++ {
 		m := fillPooled(pool, rows, gen)
 		checkPooled(t, m, rows, gen)
-		if got := ArenaBytes() - base - tailBytes(m); got != held {
+		if got := ArenaBytes() - base; got != held {
 			t.Fatalf("generation %d: %d arena bytes, want %d (nothing mapped)", gen, got, held)
 		}
 		m.Unref()
@@ -94,7 +94,7 @@ func TestPoolBound(t *testing.T) {
 	m := fillPooled(pool, 5500, 0)      // 6 chunks
 	big := bytes.Repeat([]byte("B"), arenaChunk/2)
 	m.Add(&format.Row{Key: []byte("big"), Seq: 9999, Value: big}) // a chunk of its own
-	if got := ArenaBytes() - base - tailBytes(m); got != 6*arenaChunk+int64(len(big))+int64(recordHeader+3) {
+	if got := ArenaBytes() - base; got != 6*arenaChunk+int64(len(big))+int64(recordHeader+3) {
 		t.Fatalf("memtable holds %d arena bytes", got)
 	}
 	m.Unref()
@@ -119,7 +119,7 @@ func TestPoolBound(t *testing.T) {
 
 // TestPoolChunkLimit: a pool with an explicit chunk limit keeps that many
 // chunks of a released memtable, frees the rest, and still recycles the
-// released tree's nodes for the next memtable of its size.
+// released memtable's chunks for the next one.
 func TestPoolChunkLimit(t *testing.T) {
 	base := ArenaBytes()
 	pool := NewPool(8*arenaChunk, 1)
@@ -130,9 +130,6 @@ func TestPoolChunkLimit(t *testing.T) {
 	}
 	if got := ArenaBytes() - base; got != arenaChunk {
 		t.Fatalf("pool holds %d arena bytes, want %d", got, arenaChunk)
-	}
-	if !pool.open() || pool.nodeList() == nil {
-		t.Fatal("a pool with a chunk limit of 1 keeps no node free list")
 	}
 	m = fillPooled(pool, 5500, 1)
 	if s := pool.Stats(); s.Reused != 1 || s.Fresh != 11 {
@@ -154,7 +151,7 @@ func TestPoolLateReleaseAfterClose(t *testing.T) {
 	fillPooled(pool, 1500, 0).Unref() // 2 chunks pooled
 	m := fillPooled(pool, 2500, 1)    // reuses them and maps 1 more
 	pool.Close()
-	if got := ArenaBytes() - base - tailBytes(m); got != 3*arenaChunk {
+	if got := ArenaBytes() - base; got != 3*arenaChunk {
 		t.Fatalf("after Close %d arena bytes, want the live memtable's %d", got, 3*arenaChunk)
 	}
 	checkPooled(t, m, 2500, 1)
@@ -226,33 +223,25 @@ func TestPoolConcurrentRotation(t *testing.T) {
 	}
 }
 
-// TestPoolReusesTreeNodes: a memtable built after another was released into
-// the pool grows its B-tree into the released tree's nodes instead of
-// allocating them; after Close nothing is recycled any more.
-func TestPoolReusesTreeNodes(t *testing.T) {
+// TestInsertAllocatesNothing: rows go into the arena, index included, so
+// filling a memtable makes next to no Go heap allocations (a few per arena
+// chunk, for the chunk table), with or without a pool.
+func TestInsertAllocatesNothing(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	rows := make([]format.Row, 5000)
 	for i := range rows {
 		rows[i] = format.Row{Key: fmt.Appendf(nil, "k%08d", rng.Intn(1e8)), Seq: uint64(i + 1), Value: []byte("v")}
 	}
 	pool := NewPool(8<<20, -1)
-	mallocs := func() (uint64, *Memtable) { return fillCountingMallocs(pool, rows) }
-	fresh, m := mallocs()
-	m.Unref()
-	reused, m := mallocs()
-	m.Unref()
-	t.Logf("allocations to index %d rows: %d fresh, %d with recycled nodes", len(rows), fresh, reused)
-	if fresh < 100 || reused*10 > fresh {
-		t.Fatalf("allocations: %d for the first memtable, %d for the second; want the second under a tenth", fresh, reused)
-	}
-	pool.Close()
-	if pool.nodeList() != nil {
-		t.Fatal("a closed pool still hands out its node free list")
-	}
-	closed, m := mallocs()
-	m.Unref()
-	if closed*2 < fresh {
-		t.Fatalf("after Close a memtable made %d allocations, want about the %d of a fresh one", closed, fresh)
+	defer pool.Close()
+	for _, p := range []*Pool{nil, pool, pool} {
+		mallocs, m := fillCountingMallocs(p, rows)
+		chunks := len(m.chunks())
+		m.Unref()
+		t.Logf("%d rows in %d chunks: %d allocations", len(rows), chunks, mallocs)
+		if mallocs > uint64(4*chunks+10) {
+			t.Fatalf("filling %d rows (%d chunks) made %d heap allocations", len(rows), chunks, mallocs)
+		}
 	}
 }
 
@@ -285,10 +274,7 @@ func TestPoolKeepsTwoMemtablesWithLive(t *testing.T) {
 	if s := pool.Stats(); s.Pooled != 0 || s.Freed != 3 {
 		t.Fatalf("released beside two live memtables: %+v, want 0 pooled, 3 freed", s)
 	}
-	// b and c also hold their ascending tails, mapped on their own (lazy
-	// runs), never pooled.
-	tails := len(b.tail.bufs) + len(c.tail.bufs)
-	if want := int64((6 + tails) * arenaChunk); ArenaBytes()-base != want {
+	if want := int64(6 * arenaChunk); ArenaBytes()-base != want {
 		t.Fatalf("%d arena bytes, want %d (b and c only)", ArenaBytes()-base, want)
 	}
 	b.Unref() // c (3 chunks) live: b's 3 complete two memtables
