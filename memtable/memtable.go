@@ -77,7 +77,9 @@ func New(logNum uint64) *Memtable { return NewPooled(logNum, nil) }
 // New.
 func NewPooled(logNum uint64, pool *Pool) *Memtable {
 	m := &Memtable{logNum: logNum, pool: pool}
-	m.arena.cur.Store(arenaChunk) // no chunk yet: the first alloc adds one
+	// No chunk yet: the first alloc of each kind adds one.
+	m.arena.cur[nodeSpace].Store(arenaChunk)
+	m.arena.cur[recordSpace].Store(arenaChunk)
 	m.deadlineMinTS.Store(math.MaxInt64)
 	m.firstTTLWrite.Store(math.MaxInt64)
 	m.minExpire.Store(math.MaxInt64)
@@ -191,8 +193,7 @@ func (m *Memtable) ExpirySummary() (firstWrite, minExpire int64, ok bool) {
 func (m *Memtable) LogNum() uint64 { return m.logNum }
 
 // Size returns the memory the memtable's rows take in its arena, in bytes:
-// each row's node and record with their padding (not the unused end of
-// each chunk).
+// each row's node and record (not the unused end of each chunk).
 func (m *Memtable) Size() int64 { return m.size.Load() }
 
 // Len returns the number of rows.

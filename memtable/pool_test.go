@@ -13,13 +13,16 @@ import (
 
 // poolVal is the value of row i of memtable generation gen: distinct per
 // generation, so a reused chunk that leaked old bytes into a row shows. Its
-// node and record take about a 1024th of a chunk.
+// record takes exactly a 1024th of a chunk, so n rows take n/1024 record
+// chunks (rounded up), and their nodes (about 35 bytes each) one more
+// chunk for up to 7000 rows.
 func poolVal(i, gen int) []byte {
-	return append(fmt.Appendf(nil, "gen%d-row%06d-", gen, i), bytes.Repeat([]byte{byte('a' + gen%26)}, arenaChunk/1024-80)...)
+	v := fmt.Appendf(nil, "gen%d-row%06d-", gen, i)
+	return append(v, bytes.Repeat([]byte{byte('a' + gen%26)}, arenaChunk/1024-recordHeader-7-len(v))...)
 }
 
 // fillPooled makes a memtable of pool holding rows 0..rows-1 of generation
-// gen (about 1030 rows fill a chunk).
+// gen (1024 rows fill a record chunk).
 func fillPooled(pool *Pool, rows, gen int) *Memtable {
 	m := NewPooled(uint64(gen), pool)
 	for i := range rows {
@@ -52,7 +55,7 @@ func checkPooled(t *testing.T, m *Memtable, rows, gen int) {
 func TestPoolReusesReleasedChunks(t *testing.T) {
 	base := ArenaBytes()
 	pool := NewPool(4*arenaChunk, -1)
-	const rows = 2500 // 3 chunks
+	const rows = 2000 // 3 chunks: 2 of records, 1 of nodes
 	m0 := fillPooled(pool, rows, 0)
 	s := pool.Stats()
 	if s.Fresh != 3 || s.Reused != 0 || s.Pooled != 0 {
@@ -91,7 +94,7 @@ func TestPoolReusesReleasedChunks(t *testing.T) {
 func TestPoolBound(t *testing.T) {
 	base := ArenaBytes()
 	pool := NewPool(2*arenaChunk+1, -1) // rounds up to 3 chunks
-	m := fillPooled(pool, 5500, 0)      // 6 chunks
+	m := fillPooled(pool, 5000, 0)      // 6 chunks: 5 of records, 1 of nodes
 	big := bytes.Repeat([]byte("B"), arenaChunk/2)
 	m.Add(&format.Row{Key: []byte("big"), Seq: 9999, Value: big}) // a chunk of its own
 	if got := ArenaBytes() - base; got != 6*arenaChunk+int64(len(big))+int64(recordHeader+3) {
@@ -107,7 +110,7 @@ func TestPoolBound(t *testing.T) {
 	pool.Close()
 
 	none := NewPool(0, -1)
-	m = fillPooled(none, 1500, 1)
+	m = fillPooled(none, 1000, 1)
 	m.Unref()
 	if s := none.Stats(); s.Pooled != 0 || s.Fresh != 2 || s.Freed != 2 {
 		t.Fatalf("zero-size pool: %+v, want 2 fresh and 2 freed", s)
@@ -123,7 +126,7 @@ func TestPoolBound(t *testing.T) {
 func TestPoolChunkLimit(t *testing.T) {
 	base := ArenaBytes()
 	pool := NewPool(8*arenaChunk, 1)
-	m := fillPooled(pool, 5500, 0) // 6 chunks
+	m := fillPooled(pool, 5000, 0) // 6 chunks
 	m.Unref()
 	if s := pool.Stats(); s.Pooled != 1 || s.Freed != 5 {
 		t.Fatalf("after Unref: %+v, want 1 pooled, 5 freed", s)
@@ -131,7 +134,7 @@ func TestPoolChunkLimit(t *testing.T) {
 	if got := ArenaBytes() - base; got != arenaChunk {
 		t.Fatalf("pool holds %d arena bytes, want %d", got, arenaChunk)
 	}
-	m = fillPooled(pool, 5500, 1)
+	m = fillPooled(pool, 5000, 1)
 	if s := pool.Stats(); s.Reused != 1 || s.Fresh != 11 {
 		t.Fatalf("second memtable: %+v, want 1 reused and 11 fresh chunks in all", s)
 	}
@@ -148,13 +151,13 @@ func TestPoolChunkLimit(t *testing.T) {
 func TestPoolLateReleaseAfterClose(t *testing.T) {
 	base := ArenaBytes()
 	pool := NewPool(8*arenaChunk, -1)
-	fillPooled(pool, 1500, 0).Unref() // 2 chunks pooled
-	m := fillPooled(pool, 2500, 1)    // reuses them and maps 1 more
+	fillPooled(pool, 1000, 0).Unref() // 2 chunks pooled
+	m := fillPooled(pool, 2000, 1)    // reuses them and maps 1 more
 	pool.Close()
 	if got := ArenaBytes() - base; got != 3*arenaChunk {
 		t.Fatalf("after Close %d arena bytes, want the live memtable's %d", got, 3*arenaChunk)
 	}
-	checkPooled(t, m, 2500, 1)
+	checkPooled(t, m, 2000, 1)
 	m.Unref()
 	if s := pool.Stats(); s.Pooled != 0 || s.Freed != 3 {
 		t.Fatalf("late Unref: %+v, want nothing pooled and 3 freed", s)
@@ -174,7 +177,7 @@ func TestPoolLateReleaseAfterClose(t *testing.T) {
 func TestPoolConcurrentRotation(t *testing.T) {
 	base := ArenaBytes()
 	pool := NewPool(3*arenaChunk, -1)
-	const gens, rows, readers = 24, 1200, 3
+	const gens, rows, readers = 24, 1000, 3
 	type held struct {
 		m   *Memtable
 		gen int
@@ -266,7 +269,7 @@ func fillCountingMallocs(pool *Pool, rows []format.Row) (uint64, *Memtable) {
 func TestPoolKeepsTwoMemtablesWithLive(t *testing.T) {
 	base := ArenaBytes()
 	pool := NewPool(8*arenaChunk, -1) // limit 8 chunks: not what binds here
-	const rows = 2500                 // 3 chunks
+	const rows = 2000                 // 3 chunks
 	a := fillPooled(pool, rows, 0)
 	b := fillPooled(pool, rows, 1)
 	c := fillPooled(pool, rows, 2)

@@ -36,7 +36,7 @@ func TestChunkPurposes(t *testing.T) {
 	// Every row takes its node (24 bytes and 8 a level) and record
 	// (16+9+50 bytes) padded to 8; only the end of each chunk is unused,
 	// less than a row's worth in each full one.
-	lo := int64(rows * align8(recordHeader+9+50+nodeSize(1)))
+	lo := int64(rows * (recordHeader + 9 + 50 + nodeSize(1)))
 	if full := arena - arenaChunk; m.Size() < lo || m.Size() > arena || m.Size() < full-(chunks-1)*256 {
 		t.Fatalf("Size %d of %d rows in %d chunks, want at least %d, at most the chunks and near their fill", m.Size(), rows, chunks, lo)
 	}
@@ -53,7 +53,7 @@ func TestChunkPurposes(t *testing.T) {
 	check("after the last Unref", 0, 0, arena)
 	next := NewPooled(2, pool)
 	next.Add(&format.Row{Key: []byte("a"), Seq: 1})
-	check("a new memtable's first write", arenaChunk, 0, arena-arenaChunk)
+	check("a new memtable's first write", 2*arenaChunk, 0, arena-2*arenaChunk) // a node and a record chunk
 	next.Unref()
 	pool.Close()
 	check("after Close", 0, 0, 0)

@@ -9,9 +9,9 @@ import (
 	"github.com/mayflydb/mayfly/format"
 )
 
-// The index: a concurrent skiplist whose nodes live in the arena.
-//
-// A node is drawn at the head of its row's arena space (arena.go):
+// The index: a concurrent skiplist whose nodes live in the arena, in chunks
+// of their own (arena.go). A node is 8-byte aligned (every allocation in a
+// node chunk is a multiple of 8 bytes, and chunks are page aligned):
 //
 //	+---------+---------+---------+------------+-----+----------------+
 //	| k0 u64  | k1 u64  | loc u64 | next[0] u64| ... | next[h-1] u64  |
@@ -20,8 +20,8 @@ import (
 // k0 and k1 are the key's first 16 bytes and loc locates its record (see
 // keys.go); next[l] is the node reference (see makeRef) of the following
 // node at level l, 0 at the end. h, the node's height, is drawn at random
-// with P(h > k) = 4^-k, capped at maxHeight. Nodes are 8-byte aligned, so
-// the next words are updated with atomic operations on the arena memory.
+// with P(h > k) = 4^-k, capped at maxHeight. Being aligned, the next words
+// are updated with atomic operations on the arena memory.
 // The list's head is a node of maxHeight levels on the Go heap (headNode).
 //
 // Nodes are never removed or moved, and k0, k1, loc and the record are
@@ -129,25 +129,22 @@ type splice struct {
 func (m *Memtable) insert(v *view, sp *splice, r *format.Row) int64 {
 	h := randomHeight()
 	ns, rl := nodeSize(h), recordLen(r)
-	var ref, loc uint64
-	size := align8(ns + rl)
-	if size <= arenaChunk/4 {
-		c, off := m.alloc(size)
-		writeRecord(v.chunk(c)[off+ns:off+ns+rl:off+ns+rl], r)
-		ref, loc = makeRef(c, off), makeLoc(c, off+ns, len(r.Key))
+	c, off := m.alloc(nodeSpace, ns)
+	ref := makeRef(c, off)
+	var rc, roff int
+	if rl > arenaChunk/4 {
+		rc = m.allocBig(rl)
 	} else {
-		c, off := m.alloc(align8(ns))
-		rc := m.allocBig(rl)
-		writeRecord(v.chunk(rc)[:rl:rl], r)
-		ref, loc = makeRef(c, off), makeLoc(rc, 0, len(r.Key))
-		size = align8(ns) + rl
+		rc, roff = m.alloc(recordSpace, rl)
 	}
+	writeRecord(v.chunk(rc)[roff:roff+rl:roff+rl], r)
+	loc := makeLoc(rc, roff, len(r.Key))
 	n := v.node(ref)
 	n.k0, n.k1 = inline(r.Key)
 	n.loc = loc
 	s := searchKey{k0: n.k0, k1: n.k1, key: r.Key, seq: r.Seq}
 	v.link(sp, ref, n, h, &s)
-	return int64(size)
+	return int64(ns + rl)
 }
 
 // link inserts node n (reference ref, height h, internal key s) into the
