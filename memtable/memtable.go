@@ -45,6 +45,10 @@ type Memtable struct {
 	arena  arena
 	head   headNode
 	height atomic.Int32 // levels of the list in use (at most maxHeight)
+	// tail[l] is a node that was the last at level l when it was linked
+	// (0: none yet), a hint that lets keys arriving in ascending order
+	// skip the search (see fromTail).
+	tail [maxHeight]atomic.Uint64
 	// pool is where arena chunks come from and go back to; nil: none.
 	pool *Pool
 

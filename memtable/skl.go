@@ -155,7 +155,7 @@ func (v *view) link(sp *splice, ref uint64, n *node, h int, s *searchKey) {
 	for h > top && !m.height.CompareAndSwap(int32(top), int32(h)) {
 		top = int(m.height.Load())
 	}
-	v.findSplice(sp, s, max(h, top))
+	v.findSplice(sp, s, h, max(h, top))
 	for l := range h {
 		for {
 			n.nextWord(l).Store(sp.next[l])
@@ -164,19 +164,34 @@ func (v *view) link(sp *splice, ref uint64, n *node, h int, s *searchKey) {
 			}
 			sp.prev[l], sp.next[l] = v.spliceLevel(s, l, sp.prev[l])
 		}
+		if sp.next[l] == 0 {
+			m.tail[l].Store(ref) // n went in last at level l
+		}
 		// The next key of an ascending run goes right after n.
 		sp.prev[l] = ref
 	}
 }
 
-// findSplice sets sp to where s goes at the list's top levels. A splice
-// left by the previous insert is kept when s still goes right after its
-// level-0 predecessor (keys in ascending order): its predecessors at every
-// level sort no later than that one, so they still sort before s, and a
-// successor found stale makes the CAS fail and the level searched again.
-func (v *view) findSplice(sp *splice, s *searchKey, top int) {
+// findSplice sets sp to where s goes, at least at the levels below h (the
+// height of the node to link) and at most at top, the list's height. In
+// order of preference:
+//
+//   - the splice left by the previous insert of the same call, kept when s
+//     still goes right after its level-0 predecessor (rows in ascending
+//     order): its predecessors at every level sort no later than that one,
+//     so they still sort before s, and a successor found stale makes the
+//     CAS fail and the level searched again;
+//   - the list's tail (Memtable.tail), when s sorts at or after its last
+//     node at level 0 (keys ascending across calls): each level below h is
+//     walked from its last node, found without a search;
+//   - a search from the head.
+func (v *view) findSplice(sp *splice, s *searchKey, h, top int) {
 	if sp.height == top && (sp.prev[0] == headRef || v.cmp(v.node(sp.prev[0]), s) <= 0) &&
 		(sp.next[0] == 0 || v.cmp(v.node(sp.next[0]), s) > 0) {
+		return
+	}
+	if v.fromTail(sp, s, h) {
+		sp.height = 0 // levels from h up were not set: no splice to keep
 		return
 	}
 	x := uint64(headRef)
@@ -185,6 +200,33 @@ func (v *view) findSplice(sp *splice, s *searchKey, top int) {
 		x = sp.prev[l]
 	}
 	sp.height = top
+}
+
+// fromTail sets the levels of sp below h from the list's tail if every
+// tail node of those levels sorts no later than s, and reports whether it
+// did. A tail word names a node that was last at its level when it was
+// stored (an empty word: the level had no node, so the head starts it);
+// any node at or before s is a valid start for the walk of its level.
+func (v *view) fromTail(sp *splice, s *searchKey, h int) bool {
+	tail := &v.m.tail
+	t := tail[0].Load()
+	if t == 0 || v.cmp(v.node(t), s) > 0 {
+		return false
+	}
+	for l := range h {
+		start := uint64(headRef)
+		if l > 0 {
+			t = tail[l].Load()
+		}
+		if t != 0 {
+			if l > 0 && v.cmp(v.node(t), s) > 0 {
+				return false
+			}
+			start = t
+		}
+		sp.prev[l], sp.next[l] = v.spliceLevel(s, l, start)
+	}
+	return true
 }
 
 // spliceLevel walks level l from start, which sorts no later than s, to
