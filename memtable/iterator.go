@@ -8,20 +8,24 @@ import (
 // collectBack).
 const iterChunk = 32
 
-// iterator walks the skiplist without a lock. Forward it follows level-0
-// links from its node, so it sees every row linked after that node by the
-// time it steps. Backward, nodes have no links, so a step that has nothing
-// buffered searches for its node's predecessors and gathers up to
-// iterChunk nodes before it into back (collectBack), which the next Prev
-// calls consume; a row linked among them after the gathering is not seen by
-// those calls.
+// iterator walks the skiplist without a lock. A step with nothing
+// buffered gathers up to iterChunk nodes in its direction, which the next
+// steps that way consume; a row linked among them after the gathering is
+// not seen by those steps (a gathering sees every row linked before it).
+// Forward it follows level-0 links from its node into fwd, then reads the
+// first byte of each of their records before decoding any (see touch).
+// Backward, nodes have no links, so it searches for its node's
+// predecessors and gathers the nodes before it into back (collectBack).
 type iterator struct {
 	m    *Memtable
 	v    view
 	nd   uint64   // current node; 0: not positioned
+	fwd  []uint64 // nodes after nd, nearest first (see Next)
+	fpos int      // next unread entry of fwd
 	back []uint64 // nodes before nd, nearest first (see Prev)
 	bpos int      // next unread entry of back
 	row  format.Row
+	sink byte // see touch
 }
 
 // at positions on node x (0: invalid).
@@ -35,19 +39,38 @@ func (it *iterator) at(x uint64) bool {
 	return true
 }
 
-// reset checks the memtable is live and drops the backward buffer.
+// reset checks the memtable is live and drops both buffers.
 func (it *iterator) reset() {
 	it.m.live()
 	if it.v.m == nil {
 		it.v = it.m.view()
 	}
 	it.back, it.bpos = it.back[:0], 0
+	it.fwd, it.fpos = it.fwd[:0], 0
+}
+
+// touch reads the first byte of the record of each node of nodes.
+//
+// Rows inserted in random key order lie scattered over the arena, so in key
+// order nearly every record is a cache miss (a 16 MiB memtable is far larger
+// than the cache). Loads that do not depend on each other let the CPU
+// overlap those misses; decoding record by record would wait for them one
+// after another.
+func (it *iterator) touch(nodes []uint64) {
+	v := &it.v
+	var b byte
+	for _, x := range nodes {
+		loc := v.node(x).loc
+		b |= v.chunk(locChunk(loc))[locOff(loc)]
+	}
+	it.sink = b // a store the compiler cannot drop, so neither the loads
 }
 
 // gather fills back from preds (see collectBack) and moves to its first
 // node.
 func (it *iterator) gather(preds *[maxHeight]uint64, top int, last, stop uint64) bool {
 	it.back = it.v.collectBack(it.back[:0], preds, top, last, stop)
+	it.touch(it.back)
 	it.bpos = 0
 	return it.popBack()
 }
@@ -94,8 +117,22 @@ func (it *iterator) Next() bool {
 	if it.nd == 0 {
 		return false
 	}
-	it.reset()
-	return it.at(it.v.node(it.nd).next(0))
+	it.m.live()
+	it.back, it.bpos = it.back[:0], 0
+	if it.fpos < len(it.fwd) {
+		it.fpos++
+		return it.at(it.fwd[it.fpos-1])
+	}
+	it.fwd, it.fpos = it.fwd[:0], 0
+	for x := it.v.node(it.nd).next(0); x != 0 && len(it.fwd) < iterChunk; x = it.v.node(x).next(0) {
+		it.fwd = append(it.fwd, x)
+	}
+	if len(it.fwd) == 0 {
+		return it.at(0)
+	}
+	it.touch(it.fwd)
+	it.fpos = 1
+	return it.at(it.fwd[0])
 }
 
 func (it *iterator) Prev() bool {
@@ -103,6 +140,7 @@ func (it *iterator) Prev() bool {
 		return false
 	}
 	it.m.live()
+	it.fwd, it.fpos = it.fwd[:0], 0
 	if it.bpos < len(it.back) {
 		return it.popBack()
 	}
@@ -119,4 +157,4 @@ func (it *iterator) Prev() bool {
 func (it *iterator) Valid() bool      { return it.nd != 0 }
 func (it *iterator) Row() *format.Row { return &it.row }
 func (it *iterator) Error() error     { return nil }
-func (it *iterator) Close() error     { it.back, it.nd = nil, 0; return nil }
+func (it *iterator) Close() error     { it.fwd, it.back, it.nd = nil, nil, 0; return nil }
