@@ -36,6 +36,7 @@ func BenchmarkApplyBatch(b *testing.B) {
 	defer func() { m.Unref() }() // m is replaced as it fills
 	b.ReportAllocs()
 	b.SetBytes(16 + 100)
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i += perBatch {
 		if m.Len() >= 256<<10 {
 			m.Unref()
@@ -50,6 +51,7 @@ func BenchmarkApplyBatch(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkInsertSeq inserts single-row batches with ascending keys.
@@ -61,6 +63,7 @@ func BenchmarkInsertSeq(b *testing.B) {
 	defer func() { m.Unref() }() // m is replaced as it fills
 	b.ReportAllocs()
 	b.SetBytes(16 + 100)
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i++ {
 		if m.Len() >= 256<<10 {
 			m.Unref()
@@ -73,6 +76,7 @@ func BenchmarkInsertSeq(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkGet looks up random present keys in a memtable of 200k rows.
@@ -87,11 +91,13 @@ func BenchmarkGet(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i++ {
 		if _, ok := m.Get(keys[i%len(keys)], format.MaxSeq); !ok {
 			b.Fatal("missing key")
 		}
 	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkScan walks a 100k-row memtable with an iterator; each op is a row.
@@ -144,11 +150,13 @@ func BenchmarkGetLongKey(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i++ {
 		if _, ok := m.Get(keys[i%len(keys)], format.MaxSeq); !ok {
 			b.Fatal("missing key")
 		}
 	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkHeapPerRow fills a memtable with 256k rows (16-byte bench keys,
