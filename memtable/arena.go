@@ -32,12 +32,12 @@ import (
 // and every chunk is freed or pooled.
 
 // arenaChunk is the size of each shared arena chunk. Chunks are resident
-// in full (NewResident), so the unused tail of a memtable's last chunk, and
-// of the last chunk of its frozen array, is resident memory that holds
-// nothing: up to a chunk each, per live or pooled memtable. 256 KiB keeps
-// that slack under 1 MiB across the two memtables and the pool of a fill,
-// while a fresh chunk's mmap still amortises over 64 pages and offsets
-// still fit an entry's 20 bits (entry.go; RFC 0003, "Chunk size").
+// in full (NewResident), so the unused end of a memtable's last record
+// chunk, and of its last node chunk, is resident memory that holds
+// nothing: up to a chunk each, per live memtable. 256 KiB keeps that slack
+// near 1 MiB across the two memtables of a fill, while a fresh chunk's mmap
+// still amortises over 64 pages and offsets still fit a location's 20 bits
+// (keys.go; RFC 0003, "Chunk size").
 const arenaChunk = 256 << 10
 
 // ChunkSize is the size of the arena chunks memtables and Pools hold (a

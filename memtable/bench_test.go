@@ -25,7 +25,7 @@ func benchKey(dst []byte, i uint64) []byte {
 
 // BenchmarkApplyBatch inserts 100-row batches of random keys with 100-byte
 // values; each op is one row. The memtable is replaced every 256k rows (about
-// one 64 MiB memtable) so the tree depth stays realistic.
+// one 64 MiB memtable) so the index depth stays realistic.
 func BenchmarkApplyBatch(b *testing.B) {
 	const perBatch = 100
 	rng := rand.New(rand.NewSource(1))
@@ -161,8 +161,8 @@ func BenchmarkGetLongKey(b *testing.B) {
 
 // BenchmarkHeapPerRow fills a memtable with 256k rows (16-byte bench keys,
 // 100-byte values) in random, ascending or descending key order and reports the Go heap
-// it holds per row (heap-B/row: the B-tree index; arena records live outside
-// the heap) and what Size accounts per row (size-B/row, record included).
+// it holds per row (heap-B/row: nodes and records live in the arena, outside
+// the heap) and what Size accounts per row (size-B/row, node and record).
 // sec/op is the time to fill it (per memtable, GCs excluded).
 func BenchmarkHeapPerRow(b *testing.B) {
 	const n = 256 << 10

@@ -69,7 +69,7 @@ func fillRandom(m *Memtable, rng *rand.Rand, rows int) []format.Row {
 
 // TestFrozenReadsMatchTree fills two memtables with the same random rows,
 // freezes one, and checks that every walk, Get and seek returns exactly
-// what the other's B-tree returns, and what it returned itself before the
+// what the other (not frozen) returns, and what it returned itself before the
 // freeze; the frozen walk is also checked against a sorted reference.
 func TestFrozenReadsMatchTree(t *testing.T) {
 	for _, seed := range []int64{1, 2} {

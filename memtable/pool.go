@@ -40,9 +40,9 @@ type Pool struct {
 	closed bool
 	stats  PoolStats
 	// out counts the full-size chunks handed out by get and not released
-	// yet: those of the live memtables, arenas and frozen arrays.
+	// yet: those of the live memtables' arenas.
 	out int
-	// span is the full-size chunks (arena and frozen array) of the
+	// span is the full-size chunks of the arena of the
 	// memtable released last: one memtable's worth as the workload fills
 	// them, which bounds what the pool keeps beside the live memtables.
 	span int
@@ -174,7 +174,7 @@ func (p *Pool) release(pu manual.Purpose, chunks [][]byte) {
 }
 
 // memtableReleased records that a memtable holding n full-size chunks
-// (arena and frozen array) is about to hand them back. Until the next
+// (its arena) is about to hand them back. Until the next
 // release the pool keeps chunks only while they and the chunks of the live
 // memtables stay under 2n: two memtables' worth as the workload fills them.
 //
