@@ -68,7 +68,7 @@ type DB struct {
 	// local directory, where a block read is a page-cache copy, so
 	// concurrent misses of one block need not share one read.
 	localTables bool
-	// memPool recycles the B-tree nodes and arena chunks of released
+	// memPool recycles the arena chunks (records and index) of released
 	// memtables (up to one memtable's worth, memPoolChunks) for new ones
 	// (newMemtable); Close empties it.
 	memPool *memtable.Pool

@@ -89,13 +89,11 @@ func (db *DB) flushLoop() {
 	}
 }
 
-// freezeAll replaces the B-tree of each immutable memtable with a sorted
-// array outside the Go heap (memtable.Freeze), if not done yet: the tree's
-// nodes go to the memtable pool, where the active memtable grows into them
-// while the flush runs, instead of the heap holding two trees at once. It
-// runs on the flush goroutine, off the commit path; the memtables stay
-// readable throughout, and are held by db.imm, which only this goroutine
-// shrinks.
+// freezeAll makes each immutable memtable read-only (memtable.Freeze), if
+// not done yet, so that a stray write to it panics rather than go
+// unflushed. It runs on the flush goroutine, off the commit path; the
+// memtables stay readable throughout, and are held by db.imm, which only
+// this goroutine shrinks.
 func freezeAll(imm []*memtable.Memtable) {
 	for _, m := range imm {
 		m.Freeze()

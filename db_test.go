@@ -304,12 +304,10 @@ func TestMemtableChunksReusedAcrossRotations(t *testing.T) {
 		o.MemtableSize = 2 * memtable.ChunkSize
 		o.DisableAutoCompaction = true
 	})
-	// Each round fills a memtable's arena to 2 chunks (1400 rows of about
-	// a thousandth of a chunk) without reaching MemtableSize, then flushes
-	// it. The keys ascend, so the memtable's index is its tail, which the
-	// flush's freeze keeps as the frozen array: it takes no chunk from the
-	// pool (memtable.Freeze).
-	const rounds, rows, chunksPerRound = 8, 1400, 2
+	// Each round fills a memtable's arena to 2 chunks (700 rows of about
+	// a thousandth of a chunk: one chunk of records, one of skiplist
+	// nodes) without reaching MemtableSize, then flushes it.
+	const rounds, rows, chunksPerRound = 8, 700, 2
 	// The pool keeps memPoolChunks, or with -1 one memtable's 2 chunks.
 	poolChunks := uint64(2)
 	if c := memPoolChunks; c >= 0 {

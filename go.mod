@@ -10,7 +10,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/aws/smithy-go v1.28.9
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
-	github.com/google/btree v1.1.3
 	github.com/klauspost/compress v1.20.4
 	github.com/urfave/cli/v3 v3.14.0
 	golang.org/x/sync v0.25.0

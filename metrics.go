@@ -58,9 +58,8 @@ type LevelMetrics struct {
 // since Open.
 type Metrics struct {
 	// MemtableBytes is the size of the active memtable; ImmutableMemtables
-	// and ImmutableBytes describe the ones awaiting flush (a frozen one
-	// counts its records plus its 24-byte-per-row sorted array, not the
-	// B-tree it no longer has).
+	// and ImmutableBytes describe the ones awaiting flush (records and
+	// skiplist nodes, both in the arena).
 	MemtableBytes      int64
 	ImmutableMemtables int
 	ImmutableBytes     int64

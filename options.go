@@ -196,9 +196,9 @@ type Options struct {
 
 	// MemtableSize is the size in bytes at which the active memtable is
 	// frozen and scheduled for flushing. Default: DefaultMemtableSize
-	// (6 MiB). A memtable's rows live in arena memory outside the Go heap
-	// (its size, counted in whole 256 KiB chunks) and its B-tree index on the
-	// heap (about 25-50 bytes per row); up to MaxImmutableMemtables full
+	// (6 MiB). A memtable's rows and its skiplist index live in arena memory
+	// outside the Go heap (its size, counted in whole 256 KiB chunks); up to
+	// MaxImmutableMemtables full
 	// memtables and a quarter of one are alive at once, so write-path memory
 	// grows with this size.
 	// A larger memtable makes fewer, larger level-0 tables: less level-0

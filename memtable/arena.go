@@ -2,21 +2,27 @@ package memtable
 
 import (
 	"encoding/binary"
+	"sync"
+	"sync/atomic"
 
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/internal/manual"
 )
 
 // Arena records. Every row is one record in an append-only chunk of the
-// memtable's arena:
+// memtable's arena, and one skiplist node (skl.go) in a chunk that holds
+// nodes only:
 //
 //	+----------+----------+-------------+--------+--------------+---------------+--------+
 //	| klen u32 | vlen u32 | trailer u64 | key    | ts i64       | expire_ts i64 | value  |
 //	| (LE)     | (LE)     | seq<<8|flags| klen B | if FlagHasTS | if HasExpire  | vlen B |
 //	+----------+----------+-------------+--------+--------------+---------------+--------+
 //
-// Chunks are arenaChunk bytes; a record larger than a quarter chunk gets a
-// chunk of its own. Chunks come from internal/manual, outside the Go heap:
+// Nodes are kept apart from records so that the index is dense: a search
+// visits about 30 nodes, and a few MB of nodes stay in the CPU caches where
+// nodes strewn among records (six times the bytes) would not. Chunks are
+// arenaChunk bytes; a record larger than a quarter chunk gets a chunk of its
+// own. Chunks come from internal/manual, outside the Go heap:
 // the garbage collector neither scans them nor counts them toward its heap
 // goal, so a full memtable costs its own size in resident memory rather than
 // up to twice it, and a released memtable's memory goes back to the
@@ -26,12 +32,12 @@ import (
 // and every chunk is freed or pooled.
 
 // arenaChunk is the size of each shared arena chunk. Chunks are resident
-// in full (NewResident), so the unused tail of a memtable's last chunk, and
-// of the last chunk of its frozen array, is resident memory that holds
-// nothing: up to a chunk each, per live or pooled memtable. 256 KiB keeps
-// that slack under 1 MiB across the two memtables and the pool of a fill,
-// while a fresh chunk's mmap still amortises over 64 pages and offsets
-// still fit an entry's 20 bits (entry.go; RFC 0003, "Chunk size").
+// in full (NewResident), so the unused end of a memtable's last record
+// chunk, and of its last node chunk, is resident memory that holds
+// nothing: up to a chunk each, per live memtable. 256 KiB keeps that slack
+// near 1 MiB across the two memtables of a fill, while a fresh chunk's mmap
+// still amortises over 64 pages and offsets still fit a location's 20 bits
+// (keys.go; RFC 0003, "Chunk size").
 const arenaChunk = 256 << 10
 
 // ChunkSize is the size of the arena chunks memtables and Pools hold (a
@@ -71,32 +77,95 @@ func newChunk(p manual.Purpose, n int) []byte {
 	return manual.NewResidentFor(p, n)
 }
 
-// reserve returns the chunk index and offset of n fresh arena bytes. Caller
-// holds mu for writing.
-func (m *Memtable) reserve(n int) (chunk, off int) {
-	if n > arenaChunk/4 {
-		m.chunks = append(m.chunks, newChunk(manual.PurposeMemtableArena, n))
-		return len(m.chunks) - 1, 0
-	}
-	if m.cur < 0 || arenaChunk-m.curLen < n {
-		m.chunks = append(m.chunks, m.pool.get(manual.PurposeMemtableArena))
-		m.cur, m.curLen = len(m.chunks)-1, 0
-	}
-	off = m.curLen
-	m.curLen += n
-	return m.cur, off
+// The arena's chunks as readers see them. Writers append a chunk under
+// arena.mu, writing its slot of chunks before they publish the longer table
+// (arena.table); a chunk's index never changes, and a location that names it
+// was published (by the CAS that links its node) after the table that holds
+// it, so a reader that finds a chunk index past the table it loaded loads the
+// table again and finds it there (view.chunk).
+type chunkTable struct{ chunks [][]byte }
+
+// arena hands out space for nodes and records to concurrent writers, each
+// kind from chunks of its own (nodeSpace, recordSpace). cur[kind]
+// packs the slot of the chunk being filled (its index plus one; 0: none yet)
+// in its upper 32 bits and the bytes handed out from it in its lower 32: an
+// allocation is one atomic add, and only the writer whose add ran past the
+// chunk's end takes mu to add the next chunk (the others that ran past it
+// meanwhile find cur moved on and add again).
+type arena struct {
+	mu    sync.Mutex // serialises appending chunks
+	table atomic.Pointer[chunkTable]
+	cur   [2]atomic.Uint64
 }
 
-// fullChunks returns how many full-size chunks the memtable holds that
-// came from the pool: arena and frozen array (not the chunks of a lazy
-// run, a tail or a frozen array that was one, which are mapped on their
-// own and never pooled). Caller holds mu.
+// The kinds of arena space.
+const (
+	nodeSpace   = 0 // skiplist nodes: every allocation a multiple of 8
+	recordSpace = 1
+)
+
+// alloc returns the chunk index and offset of n fresh bytes (at most
+// arenaChunk/4) in a shared chunk of the given kind. Safe for concurrent
+// use.
+func (m *Memtable) alloc(kind, n int) (chunk, off int) {
+	a := &m.arena
+	cur := &a.cur[kind]
+	for {
+		v := cur.Add(uint64(n))
+		slot, end := int(v>>32), int(uint32(v))
+		if slot > 0 && end <= arenaChunk {
+			return slot - 1, end - n
+		}
+		a.mu.Lock()
+		if int(cur.Load()>>32) != slot {
+			a.mu.Unlock() // another writer added the next chunk: add again
+			continue
+		}
+		chunk = m.appendChunk(m.pool.get(manual.PurposeMemtableArena))
+		cur.Store(uint64(chunk+1)<<32 | uint64(n))
+		a.mu.Unlock()
+		return chunk, 0
+	}
+}
+
+// allocBig returns the index of a chunk of its own for a record of n bytes
+// (over arenaChunk/4). Safe for concurrent use.
+func (m *Memtable) allocBig(n int) int {
+	m.arena.mu.Lock()
+	defer m.arena.mu.Unlock()
+	return m.appendChunk(newChunk(manual.PurposeMemtableArena, n))
+}
+
+// appendChunk adds c to the table and returns its index. Caller holds
+// arena.mu.
+func (m *Memtable) appendChunk(c []byte) int {
+	var old [][]byte
+	if t := m.arena.table.Load(); t != nil {
+		old = t.chunks
+	}
+	if len(old) > maxChunk {
+		panic("memtable: arena chunk index overflow")
+	}
+	// Appending may write the slot past len(old) in the array readers of
+	// the old table share; none of them reads past its own length.
+	m.arena.table.Store(&chunkTable{chunks: append(old, c)})
+	return len(old)
+}
+
+// chunks returns the arena's chunks; nil before the first or after the
+// last Unref.
+func (m *Memtable) chunks() [][]byte {
+	if t := m.arena.table.Load(); t != nil {
+		return t.chunks
+	}
+	return nil
+}
+
+// fullChunks returns how many full-size chunks (those that came from the
+// pool) the arena holds. Caller holds the last reference.
 func (m *Memtable) fullChunks() int {
 	n := 0
-	if !m.frozen.lazy {
-		n = len(m.frozen.bufs)
-	}
-	for _, c := range m.chunks {
+	for _, c := range m.chunks() {
 		if len(c) == arenaChunk {
 			n++
 		}
@@ -105,21 +174,18 @@ func (m *Memtable) fullChunks() int {
 }
 
 // freeArena hands every chunk to the pool, which keeps or frees it. Caller
-// holds mu for writing and the last reference.
+// holds the last reference.
 func (m *Memtable) freeArena() {
-	m.pool.release(manual.PurposeMemtableArena, m.chunks)
-	clear(m.chunks)
-	m.chunks, m.cur, m.curLen = nil, -1, 0
+	chunks := m.chunks()
+	m.arena.table.Store(nil)
+	m.arena.cur[nodeSpace].Store(0)
+	m.arena.cur[recordSpace].Store(0)
+	m.pool.release(manual.PurposeMemtableArena, chunks)
+	clear(chunks)
 }
 
-// writeRecord copies r into the arena and returns its location (see loc).
-// Caller holds mu for writing.
-func (m *Memtable) writeRecord(r *format.Row, n int) uint64 {
-	chunk, off := m.reserve(n)
-	if chunk > maxChunk {
-		panic("memtable: arena chunk index overflow")
-	}
-	b := m.chunks[chunk][off : off+n : off+n]
+// writeRecord copies r into b, which is recordLen(r) bytes.
+func writeRecord(b []byte, r *format.Row) {
 	binary.LittleEndian.PutUint32(b, uint32(len(r.Key)))
 	binary.LittleEndian.PutUint32(b[4:], uint32(len(r.Value)))
 	binary.LittleEndian.PutUint64(b[8:], r.Seq<<8|uint64(r.Flags))
@@ -133,28 +199,26 @@ func (m *Memtable) writeRecord(r *format.Row, n int) uint64 {
 		p += 8
 	}
 	copy(b[p:], r.Value)
-	return makeLoc(chunk, off, len(r.Key))
 }
 
-// recordKey returns the key of the record at loc. Caller holds mu.
-func (m *Memtable) recordKey(loc uint64) []byte {
-	c := m.chunks[locChunk(loc)]
+// recordKey returns the key of the record at loc.
+func (v *view) recordKey(loc uint64) []byte {
+	c := v.chunk(locChunk(loc))
 	off := locOff(loc)
 	klen := int(binary.LittleEndian.Uint32(c[off:]))
 	p := off + recordHeader
 	return c[p : p+klen : p+klen]
 }
 
-// trailer returns seq<<8|flags of the row of e, a stored entry. Caller
-// holds mu.
-func (m *Memtable) trailer(e entry) uint64 {
-	return binary.LittleEndian.Uint64(m.chunks[locChunk(e.loc)][locOff(e.loc)+8:])
+// trailer returns seq<<8|flags of the record at loc.
+func (v *view) trailer(loc uint64) uint64 {
+	return binary.LittleEndian.Uint64(v.chunk(locChunk(loc))[locOff(loc)+8:])
 }
 
-// row materialises the row of e. Caller holds mu.
-func (m *Memtable) row(e entry) format.Row {
-	c := m.chunks[locChunk(e.loc)]
-	off := locOff(e.loc)
+// row materialises the row of the record at loc.
+func (v *view) row(loc uint64) format.Row {
+	c := v.chunk(locChunk(loc))
+	off := locOff(loc)
 	klen := int(binary.LittleEndian.Uint32(c[off:]))
 	vlen := int(binary.LittleEndian.Uint32(c[off+4:]))
 	t := binary.LittleEndian.Uint64(c[off+8:])

@@ -3,6 +3,8 @@ package memtable
 import (
 	"math/rand"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mayflydb/mayfly/format"
@@ -23,7 +25,7 @@ func benchKey(dst []byte, i uint64) []byte {
 
 // BenchmarkApplyBatch inserts 100-row batches of random keys with 100-byte
 // values; each op is one row. The memtable is replaced every 256k rows (about
-// one 64 MiB memtable) so the tree depth stays realistic.
+// one 64 MiB memtable) so the index depth stays realistic.
 func BenchmarkApplyBatch(b *testing.B) {
 	const perBatch = 100
 	rng := rand.New(rand.NewSource(1))
@@ -34,6 +36,7 @@ func BenchmarkApplyBatch(b *testing.B) {
 	defer func() { m.Unref() }() // m is replaced as it fills
 	b.ReportAllocs()
 	b.SetBytes(16 + 100)
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i += perBatch {
 		if m.Len() >= 256<<10 {
 			m.Unref()
@@ -48,6 +51,7 @@ func BenchmarkApplyBatch(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkInsertSeq inserts single-row batches with ascending keys.
@@ -59,6 +63,7 @@ func BenchmarkInsertSeq(b *testing.B) {
 	defer func() { m.Unref() }() // m is replaced as it fills
 	b.ReportAllocs()
 	b.SetBytes(16 + 100)
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i++ {
 		if m.Len() >= 256<<10 {
 			m.Unref()
@@ -71,6 +76,7 @@ func BenchmarkInsertSeq(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkGet looks up random present keys in a memtable of 200k rows.
@@ -85,11 +91,13 @@ func BenchmarkGet(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i++ {
 		if _, ok := m.Get(keys[i%len(keys)], format.MaxSeq); !ok {
 			b.Fatal("missing key")
 		}
 	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkScan walks a 100k-row memtable with an iterator; each op is a row.
@@ -142,17 +150,19 @@ func BenchmarkGetLongKey(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i++ {
 		if _, ok := m.Get(keys[i%len(keys)], format.MaxSeq); !ok {
 			b.Fatal("missing key")
 		}
 	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkHeapPerRow fills a memtable with 256k rows (16-byte bench keys,
 // 100-byte values) in random, ascending or descending key order and reports the Go heap
-// it holds per row (heap-B/row: the B-tree index; arena records live outside
-// the heap) and what Size accounts per row (size-B/row, record included).
+// it holds per row (heap-B/row: nodes and records live in the arena, outside
+// the heap) and what Size accounts per row (size-B/row, node and record).
 // sec/op is the time to fill it (per memtable, GCs excluded).
 func BenchmarkHeapPerRow(b *testing.B) {
 	const n = 256 << 10
@@ -238,4 +248,88 @@ func BenchmarkRotatingMemtables(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkParallelInsert inserts single-row batches (16-byte random bench
+// keys, 100-byte values, each with its own sequence number) from
+// GOMAXPROCS goroutines into one memtable at once, as writers that apply
+// their own batches after the WAL write do. One op is one row; the
+// memtable is replaced every 256k rows (the full ones are released at the
+// end, as nothing may release a memtable others still write to).
+// cpu-ns/op is the process's CPU time per row.
+func BenchmarkParallelInsert(b *testing.B) {
+	var seq atomic.Uint64
+	var cur atomic.Pointer[Memtable]
+	cur.Store(New(1))
+	var retired []*Memtable
+	var mu sync.Mutex
+	defer func() {
+		cur.Load().Unref()
+		for _, m := range retired {
+			m.Unref()
+		}
+	}()
+	b.ReportAllocs()
+	b.SetBytes(16 + 100)
+	cpu0 := processCPU()
+	b.RunParallel(func(pb *testing.PB) {
+		rng := rand.New(rand.NewSource(int64(seq.Add(1) << 32)))
+		val := make([]byte, 100)
+		var key [16]byte
+		data := make([]byte, 0, 256)
+		for pb.Next() {
+			s := seq.Add(1)
+			if s%(256<<10) == 0 {
+				mu.Lock()
+				retired = append(retired, cur.Swap(New(1)))
+				mu.Unlock()
+			}
+			data = data[:format.BatchHeaderLen]
+			data, _ = format.AppendBatchEntry(data, 0, 0, benchKey(key[:], rng.Uint64()%10000000), val)
+			format.PutBatchHeader(data, format.BatchHeader{Seq: s, Count: 1})
+			if err := cur.Load().ApplyBatch(data); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkParallelGetWhileInserting runs, from GOMAXPROCS goroutines at
+// once, three Gets of random present keys (a memtable of 200k ascending
+// bench keys) for each insert of a single-row batch (a random key, a new
+// sequence number): readers and writers on one memtable at once. One op is
+// a Get or an insert; cpu-ns/op is the process's CPU time per op.
+func BenchmarkParallelGetWhileInserting(b *testing.B) {
+	const n = 200000
+	m := seqMemtable(n)
+	defer m.Unref()
+	var seq atomic.Uint64
+	seq.Store(n + 1)
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	b.RunParallel(func(pb *testing.PB) {
+		rng := rand.New(rand.NewSource(int64(seq.Add(1))))
+		val := make([]byte, 100)
+		var key [16]byte
+		data := make([]byte, 0, 256)
+		for i := 0; pb.Next(); i++ {
+			if i%4 == 3 {
+				data = data[:format.BatchHeaderLen]
+				data, _ = format.AppendBatchEntry(data, 0, 0, benchKey(key[:], rng.Uint64()%(2*n)), val)
+				format.PutBatchHeader(data, format.BatchHeader{Seq: seq.Add(1), Count: 1})
+				if err := m.ApplyBatch(data); err != nil {
+					b.Error(err)
+					return
+				}
+				continue
+			}
+			if _, ok := m.Get(benchKey(key[:], uint64(rng.Intn(n))), format.MaxSeq); !ok {
+				b.Error("missing key")
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }

@@ -4,149 +4,157 @@ import (
 	"github.com/mayflydb/mayfly/format"
 )
 
-// iterChunk is how many rows an iterator copies out of the tree per lock
-// acquisition.
+// iterChunk is how many nodes a backward step gathers at once (see
+// collectBack).
 const iterChunk = 32
 
-// iterator walks a memtable in chunks: each refill takes the read lock once
-// and copies up to iterChunk rows (headers only; bytes live in the arena) into
-// buf, and their entries into ents, so the next refill starts from a stored
-// entry. forward tells the order of buf.
+// iterator walks the skiplist without a lock. A step with nothing
+// buffered gathers up to iterChunk nodes in its direction, which the next
+// steps that way consume; a row linked among them after the gathering is
+// not seen by those steps (a gathering sees every row linked before it).
+// Forward it follows level-0 links from its node into fwd, then reads the
+// first byte of each of their records before decoding any (see touch).
+// Backward, nodes have no links, so it searches for its node's
+// predecessors and gathers the nodes before it into back (collectBack).
 type iterator struct {
-	m       *Memtable
-	buf     []format.Row
-	ents    []entry
-	pos     int
-	forward bool
-	row     format.Row
-	touch   byte // see decode
+	m    *Memtable
+	v    view
+	nd   uint64   // current node; 0: not positioned
+	fwd  []uint64 // nodes after nd, nearest first (see Next)
+	fpos int      // next unread entry of fwd
+	back []uint64 // nodes before nd, nearest first (see Prev)
+	bpos int      // next unread entry of back
+	row  format.Row
+	sink byte // see touch
 }
 
-// fill refills the buffer walking from p (forward: ascending from p; else
-// descending), skipping p itself unless inclusive.
-func (it *iterator) fill(p entry, forward, inclusive bool) bool {
-	it.start(forward)
-	visit := func(e entry) bool {
-		if !inclusive && e.loc == p.loc { // p itself (a pivot equals no row)
-			return true
-		}
-		it.ents = append(it.ents, e)
-		return len(it.ents) < iterChunk
+// at positions on node x (0: invalid).
+func (it *iterator) at(x uint64) bool {
+	it.nd = x
+	if x == 0 {
+		it.row = format.Row{}
+		return false
 	}
-	m := it.m
-	m.rlock()
-	if forward {
-		m.ascendFrom(p, visit)
-	} else {
-		m.descendFrom(p, visit)
-	}
-	it.decode()
-	m.mu.RUnlock()
-	return it.settle()
+	it.row = it.v.row(it.v.node(x).loc)
+	return true
 }
 
-// fillEnd refills the buffer from the first (forward) or last row.
-func (it *iterator) fillEnd(forward bool) bool {
-	it.start(forward)
-	visit := func(e entry) bool {
-		it.ents = append(it.ents, e)
-		return len(it.ents) < iterChunk
+// reset checks the memtable is live and drops both buffers.
+func (it *iterator) reset() {
+	it.m.live()
+	if it.v.m == nil {
+		it.v = it.m.view()
 	}
-	m := it.m
-	m.rlock()
-	if forward {
-		m.ascendAll(visit)
-	} else {
-		m.descendAll(visit)
-	}
-	it.decode()
-	m.mu.RUnlock()
-	return it.settle()
+	it.back, it.bpos = it.back[:0], 0
+	it.fwd, it.fpos = it.fwd[:0], 0
 }
 
-// start empties the buffer for a refill in the given order.
-func (it *iterator) start(forward bool) {
-	it.buf, it.ents = it.buf[:0], it.ents[:0]
-	it.pos = 0
-	it.forward = forward
-}
-
-// decode materialises the rows of it.ents into it.buf. Caller holds m.mu.
+// touch reads the first byte of the record of each node of nodes.
 //
 // Rows inserted in random key order lie scattered over the arena, so in key
 // order nearly every record is a cache miss (a 16 MiB memtable is far larger
-// than the cache). Reading the first byte of every record in a tight loop
-// before decoding any lets the CPU overlap those misses, since the loads do
-// not depend on each other; decoding record by record would wait for them
-// one after another.
-func (it *iterator) decode() {
-	m := it.m
-	var touch byte
-	for _, e := range it.ents {
-		touch |= m.chunks[locChunk(e.loc)][locOff(e.loc)]
+// than the cache). Loads that do not depend on each other let the CPU
+// overlap those misses; decoding record by record would wait for them one
+// after another.
+func (it *iterator) touch(nodes []uint64) {
+	v := &it.v
+	var b byte
+	for _, x := range nodes {
+		loc := v.node(x).loc
+		b |= v.chunk(locChunk(loc))[locOff(loc)]
 	}
-	it.touch = touch // a store the compiler cannot drop, so neither the loads
-	for _, e := range it.ents {
-		it.buf = append(it.buf, m.row(e))
-	}
+	it.sink = b // a store the compiler cannot drop, so neither the loads
 }
 
-func (it *iterator) settle() bool {
-	if it.pos < len(it.buf) {
-		it.row = it.buf[it.pos]
-		return true
-	}
-	it.buf, it.ents = it.buf[:0], it.ents[:0]
-	it.pos = 0
-	return false
+// gather fills back from preds (see collectBack) and moves to its first
+// node.
+func (it *iterator) gather(preds *[maxHeight]uint64, top int, last, stop uint64) bool {
+	it.back = it.v.collectBack(it.back[:0], preds, top, last, stop)
+	it.touch(it.back)
+	it.bpos = 0
+	return it.popBack()
 }
 
-// seek positions from a search key.
-func (it *iterator) seek(key []byte, forward, inclusive bool) bool {
-	p := makePivot(key)
-	ok := it.fill(p, forward, inclusive)
-	dropPivot(p)
-	return ok
+func (it *iterator) popBack() bool {
+	if it.bpos >= len(it.back) {
+		return it.at(0)
+	}
+	it.bpos++
+	return it.at(it.back[it.bpos-1])
 }
 
 // SeekGE positions at the newest version of the first user key >= key.
-func (it *iterator) SeekGE(key []byte) bool { return it.seek(key, true, true) }
+func (it *iterator) SeekGE(key []byte) bool {
+	it.reset()
+	s := makeSearchKey(key, pivotSeq)
+	return it.at(it.v.seekGE(&s))
+}
 
 // SeekLT positions at the oldest version of the last user key < key.
 func (it *iterator) SeekLT(key []byte) bool {
+	it.reset()
 	// The pivot of key sorts before every version of key; everything
 	// below it has a smaller user key.
-	return it.seek(key, false, false)
+	s := makeSearchKey(key, pivotSeq)
+	var preds [maxHeight]uint64
+	top := it.v.preds(&s, &preds)
+	return it.gather(&preds, top, preds[0], 0)
 }
 
-func (it *iterator) First() bool { return it.fillEnd(true) }
-func (it *iterator) Last() bool  { return it.fillEnd(false) }
+func (it *iterator) First() bool {
+	it.reset()
+	return it.at(it.m.head.next[0].Load())
+}
+
+func (it *iterator) Last() bool {
+	it.reset()
+	var preds [maxHeight]uint64
+	top := it.v.preds(nil, &preds)
+	return it.gather(&preds, top, preds[0], 0)
+}
 
 func (it *iterator) Next() bool {
-	if !it.Valid() {
+	if it.nd == 0 {
 		return false
 	}
-	if it.forward && it.pos+1 < len(it.buf) {
-		it.pos++
-		it.row = it.buf[it.pos]
-		return true
+	it.m.live()
+	it.back, it.bpos = it.back[:0], 0
+	if it.fpos < len(it.fwd) {
+		it.fpos++
+		return it.at(it.fwd[it.fpos-1])
 	}
-	return it.fill(it.ents[it.pos], true, false)
+	it.fwd, it.fpos = it.fwd[:0], 0
+	for x := it.v.node(it.nd).next(0); x != 0 && len(it.fwd) < iterChunk; x = it.v.node(x).next(0) {
+		it.fwd = append(it.fwd, x)
+	}
+	if len(it.fwd) == 0 {
+		return it.at(0)
+	}
+	it.touch(it.fwd)
+	it.fpos = 1
+	return it.at(it.fwd[0])
 }
 
 func (it *iterator) Prev() bool {
-	if !it.Valid() {
+	if it.nd == 0 {
 		return false
 	}
-	if !it.forward && it.pos+1 < len(it.buf) {
-		it.pos++
-		it.row = it.buf[it.pos]
-		return true
+	it.m.live()
+	it.fwd, it.fpos = it.fwd[:0], 0
+	if it.bpos < len(it.back) {
+		return it.popBack()
 	}
-	return it.fill(it.ents[it.pos], false, false)
+	// Gather the nodes before this one: search for its internal key, and
+	// walk to the node itself (rows with an equal key that went in before
+	// it come before it).
+	n := it.v.node(it.nd)
+	s := makeSearchKey(it.v.recordKey(n.loc), it.v.trailer(n.loc)>>8)
+	var preds [maxHeight]uint64
+	top := it.v.preds(&s, &preds)
+	return it.gather(&preds, top, 0, it.nd)
 }
 
-func (it *iterator) Valid() bool      { return it.pos < len(it.buf) }
+func (it *iterator) Valid() bool      { return it.nd != 0 }
 func (it *iterator) Row() *format.Row { return &it.row }
 func (it *iterator) Error() error     { return nil }
-func (it *iterator) Close() error     { it.buf, it.ents = nil, nil; return nil }
+func (it *iterator) Close() error     { it.fwd, it.back, it.nd = nil, nil, 0; return nil }

@@ -63,8 +63,8 @@ func TestArenaOffHeapAndFreedByLastUnref(t *testing.T) {
 	if b, n := manual.Allocated(); b != b0 || n != n0 {
 		t.Fatalf("after the last Unref %d bytes in %d buffers are still allocated", b-b0, n-n0)
 	}
-	if m.tree != nil {
-		t.Fatal("the last Unref kept the B-tree index reachable")
+	if m.chunks() != nil {
+		t.Fatal("the last Unref kept the chunk table reachable")
 	}
 	if m.Len() != rows+1 || m.Size() == 0 {
 		t.Fatalf("Len/Size after release = %d/%d", m.Len(), m.Size())

@@ -162,6 +162,7 @@ func BenchmarkInsert(b *testing.B) {
 	b.ReportAllocs()
 	b.SetBytes(16 + 100)
 	val := make([]byte, 100)
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i++ {
 		data = data[:format.BatchHeaderLen]
 		data, _ = format.AppendBatchEntry(data, 0, 0, []byte(fmt.Sprintf("%016d", i*7919%1000003)), val)
@@ -170,6 +171,7 @@ func BenchmarkInsert(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 func BenchmarkSeek(b *testing.B) {
@@ -187,9 +189,11 @@ func BenchmarkSeek(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := processCPU()
 	for i := 0; i < b.N; i++ {
 		it.SeekGE(keys[i%len(keys)])
 	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // TestApplyBatchesStopsAtMalformed applies a group whose third batch is

@@ -2,16 +2,12 @@ package memtable
 
 import (
 	"sync"
-	"sync/atomic"
-
-	"github.com/google/btree"
 
 	"github.com/mayflydb/mayfly/internal/manual"
 	"github.com/mayflydb/mayfly/internal/slab"
 )
 
-// Pool recycles arena chunks and B-tree nodes between the memtables of one
-// database.
+// Pool recycles arena chunks between the memtables of one database.
 //
 // Without it every memtable maps its chunks fresh (internal/manual: mmap,
 // with the pages allocated and zeroed by the kernel up front) on the commit
@@ -25,12 +21,8 @@ import (
 // own entries locate, all of which it wrote. A chunk returns to the pool
 // only at the memtable's last Unref, when no reader, iterator or flush can
 // still reach the old rows, exactly when it would otherwise be unmapped.
-//
-// The index is recycled the same way: the trees of a pool's memtables share
-// a free list of B-tree nodes (github.com/google/btree's FreeListG), which
-// the last Unref fills with the released tree's nodes (emptied, their item
-// slices keeping their capacity) for the next trees to grow into, instead
-// of the next memtable allocating its index afresh on the Go heap.
+// The index (skiplist nodes) lives in the same chunks, so it is recycled
+// with them.
 //
 // The pool keeps at most limit chunks (NewPool), and no chunk that would
 // raise its own and the live memtables' chunks above two memtables' worth
@@ -42,19 +34,15 @@ import (
 //
 // A Pool is safe for concurrent use. A nil *Pool pools nothing.
 type Pool struct {
-	// nodes recycles B-tree nodes the same way, up to one memtable's
-	// index; nil after Close.
-	nodes atomic.Pointer[btree.FreeListG[entry]]
-
 	mu     sync.Mutex
 	free   [][]byte // pooled chunks, the most recently released last
 	limit  int
 	closed bool
 	stats  PoolStats
 	// out counts the full-size chunks handed out by get and not released
-	// yet: those of the live memtables, arenas and frozen arrays.
+	// yet: those of the live memtables' arenas.
 	out int
-	// span is the full-size chunks (arena and frozen array) of the
+	// span is the full-size chunks of the arena of the
 	// memtable released last: one memtable's worth as the workload fills
 	// them, which bounds what the pool keeps beside the live memtables.
 	span int
@@ -75,8 +63,7 @@ type PoolStats struct {
 }
 
 // NewPool returns a pool for the memtables of one database whose memtables
-// have Size memtableSize: it keeps the B-tree nodes of at most one such
-// memtable, and at most maxChunks arena chunks (ChunkSize each); maxChunks < 0
+// have Size memtableSize: it keeps at most maxChunks arena chunks (ChunkSize each); maxChunks < 0
 // keeps as many chunks as one such memtable holds. memtableSize <= 0 keeps
 // nothing (every chunk is freed when released, as without a pool).
 //
@@ -93,25 +80,8 @@ func NewPool(memtableSize int64, maxChunks int) *Pool {
 	if limit < 0 {
 		limit = int((memtableSize + arenaChunk - 1) / arenaChunk)
 	}
-	p := &Pool{limit: limit}
-	// A row counts at least indexOverhead+recordHeader toward Size, and a
-	// node other than the root holds at least btreeDegree-1 entries: this
-	// many nodes index the rows of any memtable of Size memtableSize.
-	p.nodes.Store(btree.NewFreeListG[entry](int(memtableSize/((indexOverhead+recordHeader)*(btreeDegree-1))) + 1))
-	return p
+	return &Pool{limit: limit}
 }
-
-// nodeList returns the free list of B-tree nodes for a new memtable, or
-// nil.
-func (p *Pool) nodeList() *btree.FreeListG[entry] {
-	if p == nil {
-		return nil
-	}
-	return p.nodes.Load()
-}
-
-// open reports whether the pool takes released B-tree nodes back.
-func (p *Pool) open() bool { return p != nil && p.nodes.Load() != nil }
 
 // Stats returns the pool's counters.
 func (p *Pool) Stats() PoolStats {
@@ -132,7 +102,6 @@ func (p *Pool) Close() {
 	if p == nil {
 		return
 	}
-	p.nodes.Store(nil)
 	p.mu.Lock()
 	free := p.free
 	p.free, p.closed = nil, true
@@ -205,7 +174,7 @@ func (p *Pool) release(pu manual.Purpose, chunks [][]byte) {
 }
 
 // memtableReleased records that a memtable holding n full-size chunks
-// (arena and frozen array) is about to hand them back. Until the next
+// (its arena) is about to hand them back. Until the next
 // release the pool keeps chunks only while they and the chunks of the live
 // memtables stay under 2n: two memtables' worth as the workload fills them.
 //

@@ -13,13 +13,16 @@ import (
 
 // poolVal is the value of row i of memtable generation gen: distinct per
 // generation, so a reused chunk that leaked old bytes into a row shows. Its
-// record takes about a 1024th of a chunk.
+// record takes exactly a 1024th of a chunk, so n rows take n/1024 record
+// chunks (rounded up), and their nodes (about 35 bytes each) one more
+// chunk for up to 7000 rows.
 func poolVal(i, gen int) []byte {
-	return append(fmt.Appendf(nil, "gen%d-row%06d-", gen, i), bytes.Repeat([]byte{byte('a' + gen%26)}, arenaChunk/1024-40)...)
+	v := fmt.Appendf(nil, "gen%d-row%06d-", gen, i)
+	return append(v, bytes.Repeat([]byte{byte('a' + gen%26)}, arenaChunk/1024-recordHeader-7-len(v))...)
 }
 
 // fillPooled makes a memtable of pool holding rows 0..rows-1 of generation
-// gen (about 1030 rows fill a chunk).
+// gen (1024 rows fill a record chunk).
 func fillPooled(pool *Pool, rows, gen int) *Memtable {
 	m := NewPooled(uint64(gen), pool)
 	for i := range rows {
@@ -52,17 +55,17 @@ func checkPooled(t *testing.T, m *Memtable, rows, gen int) {
 func TestPoolReusesReleasedChunks(t *testing.T) {
 	base := ArenaBytes()
 	pool := NewPool(4*arenaChunk, -1)
-	const rows = 2500 // 3 chunks
+	const rows = 2000 // 3 chunks: 2 of records, 1 of nodes
 	m0 := fillPooled(pool, rows, 0)
 	s := pool.Stats()
 	if s.Fresh != 3 || s.Reused != 0 || s.Pooled != 0 {
 		t.Fatalf("first memtable: %+v, want 3 fresh chunks", s)
 	}
-	held := ArenaBytes() - base - tailBytes(m0)
+	held := ArenaBytes() - base
 	if held != 3*arenaChunk {
 		t.Fatalf("first memtable holds %d arena bytes, want %d", held, 3*arenaChunk)
 	}
-	m0.Unref() // its tail chunk is unmapped, not pooled
+	m0.Unref()
 	if s := pool.Stats(); s.Pooled != 3 || s.Freed != 0 {
 		t.Fatalf("after the first Unref: %+v, want 3 pooled", s)
 	}
@@ -72,7 +75,7 @@ func TestPoolReusesReleasedChunks(t *testing.T) {
 	for gen := 1; gen <= 3; gen++ {
 		m := fillPooled(pool, rows, gen)
 		checkPooled(t, m, rows, gen)
-		if got := ArenaBytes() - base - tailBytes(m); got != held {
+		if got := ArenaBytes() - base; got != held {
 			t.Fatalf("generation %d: %d arena bytes, want %d (nothing mapped)", gen, got, held)
 		}
 		m.Unref()
@@ -91,10 +94,10 @@ func TestPoolReusesReleasedChunks(t *testing.T) {
 func TestPoolBound(t *testing.T) {
 	base := ArenaBytes()
 	pool := NewPool(2*arenaChunk+1, -1) // rounds up to 3 chunks
-	m := fillPooled(pool, 5500, 0)      // 6 chunks
+	m := fillPooled(pool, 5000, 0)      // 6 chunks: 5 of records, 1 of nodes
 	big := bytes.Repeat([]byte("B"), arenaChunk/2)
 	m.Add(&format.Row{Key: []byte("big"), Seq: 9999, Value: big}) // a chunk of its own
-	if got := ArenaBytes() - base - tailBytes(m); got != 6*arenaChunk+int64(len(big))+int64(recordHeader+3) {
+	if got := ArenaBytes() - base; got != 6*arenaChunk+int64(len(big))+int64(recordHeader+3) {
 		t.Fatalf("memtable holds %d arena bytes", got)
 	}
 	m.Unref()
@@ -107,7 +110,7 @@ func TestPoolBound(t *testing.T) {
 	pool.Close()
 
 	none := NewPool(0, -1)
-	m = fillPooled(none, 1500, 1)
+	m = fillPooled(none, 1000, 1)
 	m.Unref()
 	if s := none.Stats(); s.Pooled != 0 || s.Fresh != 2 || s.Freed != 2 {
 		t.Fatalf("zero-size pool: %+v, want 2 fresh and 2 freed", s)
@@ -119,11 +122,11 @@ func TestPoolBound(t *testing.T) {
 
 // TestPoolChunkLimit: a pool with an explicit chunk limit keeps that many
 // chunks of a released memtable, frees the rest, and still recycles the
-// released tree's nodes for the next memtable of its size.
+// released memtable's chunks for the next one.
 func TestPoolChunkLimit(t *testing.T) {
 	base := ArenaBytes()
 	pool := NewPool(8*arenaChunk, 1)
-	m := fillPooled(pool, 5500, 0) // 6 chunks
+	m := fillPooled(pool, 5000, 0) // 6 chunks
 	m.Unref()
 	if s := pool.Stats(); s.Pooled != 1 || s.Freed != 5 {
 		t.Fatalf("after Unref: %+v, want 1 pooled, 5 freed", s)
@@ -131,10 +134,7 @@ func TestPoolChunkLimit(t *testing.T) {
 	if got := ArenaBytes() - base; got != arenaChunk {
 		t.Fatalf("pool holds %d arena bytes, want %d", got, arenaChunk)
 	}
-	if !pool.open() || pool.nodeList() == nil {
-		t.Fatal("a pool with a chunk limit of 1 keeps no node free list")
-	}
-	m = fillPooled(pool, 5500, 1)
+	m = fillPooled(pool, 5000, 1)
 	if s := pool.Stats(); s.Reused != 1 || s.Fresh != 11 {
 		t.Fatalf("second memtable: %+v, want 1 reused and 11 fresh chunks in all", s)
 	}
@@ -151,13 +151,13 @@ func TestPoolChunkLimit(t *testing.T) {
 func TestPoolLateReleaseAfterClose(t *testing.T) {
 	base := ArenaBytes()
 	pool := NewPool(8*arenaChunk, -1)
-	fillPooled(pool, 1500, 0).Unref() // 2 chunks pooled
-	m := fillPooled(pool, 2500, 1)    // reuses them and maps 1 more
+	fillPooled(pool, 1000, 0).Unref() // 2 chunks pooled
+	m := fillPooled(pool, 2000, 1)    // reuses them and maps 1 more
 	pool.Close()
-	if got := ArenaBytes() - base - tailBytes(m); got != 3*arenaChunk {
+	if got := ArenaBytes() - base; got != 3*arenaChunk {
 		t.Fatalf("after Close %d arena bytes, want the live memtable's %d", got, 3*arenaChunk)
 	}
-	checkPooled(t, m, 2500, 1)
+	checkPooled(t, m, 2000, 1)
 	m.Unref()
 	if s := pool.Stats(); s.Pooled != 0 || s.Freed != 3 {
 		t.Fatalf("late Unref: %+v, want nothing pooled and 3 freed", s)
@@ -177,7 +177,7 @@ func TestPoolLateReleaseAfterClose(t *testing.T) {
 func TestPoolConcurrentRotation(t *testing.T) {
 	base := ArenaBytes()
 	pool := NewPool(3*arenaChunk, -1)
-	const gens, rows, readers = 24, 1200, 3
+	const gens, rows, readers = 24, 1000, 3
 	type held struct {
 		m   *Memtable
 		gen int
@@ -226,33 +226,25 @@ func TestPoolConcurrentRotation(t *testing.T) {
 	}
 }
 
-// TestPoolReusesTreeNodes: a memtable built after another was released into
-// the pool grows its B-tree into the released tree's nodes instead of
-// allocating them; after Close nothing is recycled any more.
-func TestPoolReusesTreeNodes(t *testing.T) {
+// TestInsertAllocatesNothing: rows go into the arena, index included, so
+// filling a memtable makes next to no Go heap allocations (a few per arena
+// chunk, for the chunk table), with or without a pool.
+func TestInsertAllocatesNothing(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	rows := make([]format.Row, 5000)
 	for i := range rows {
 		rows[i] = format.Row{Key: fmt.Appendf(nil, "k%08d", rng.Intn(1e8)), Seq: uint64(i + 1), Value: []byte("v")}
 	}
 	pool := NewPool(8<<20, -1)
-	mallocs := func() (uint64, *Memtable) { return fillCountingMallocs(pool, rows) }
-	fresh, m := mallocs()
-	m.Unref()
-	reused, m := mallocs()
-	m.Unref()
-	t.Logf("allocations to index %d rows: %d fresh, %d with recycled nodes", len(rows), fresh, reused)
-	if fresh < 100 || reused*10 > fresh {
-		t.Fatalf("allocations: %d for the first memtable, %d for the second; want the second under a tenth", fresh, reused)
-	}
-	pool.Close()
-	if pool.nodeList() != nil {
-		t.Fatal("a closed pool still hands out its node free list")
-	}
-	closed, m := mallocs()
-	m.Unref()
-	if closed*2 < fresh {
-		t.Fatalf("after Close a memtable made %d allocations, want about the %d of a fresh one", closed, fresh)
+	defer pool.Close()
+	for _, p := range []*Pool{nil, pool, pool} {
+		mallocs, m := fillCountingMallocs(p, rows)
+		chunks := len(m.chunks())
+		m.Unref()
+		t.Logf("%d rows in %d chunks: %d allocations", len(rows), chunks, mallocs)
+		if mallocs > uint64(4*chunks+10) {
+			t.Fatalf("filling %d rows (%d chunks) made %d heap allocations", len(rows), chunks, mallocs)
+		}
 	}
 }
 
@@ -277,7 +269,7 @@ func fillCountingMallocs(pool *Pool, rows []format.Row) (uint64, *Memtable) {
 func TestPoolKeepsTwoMemtablesWithLive(t *testing.T) {
 	base := ArenaBytes()
 	pool := NewPool(8*arenaChunk, -1) // limit 8 chunks: not what binds here
-	const rows = 2500                 // 3 chunks
+	const rows = 2000                 // 3 chunks
 	a := fillPooled(pool, rows, 0)
 	b := fillPooled(pool, rows, 1)
 	c := fillPooled(pool, rows, 2)
@@ -285,10 +277,7 @@ func TestPoolKeepsTwoMemtablesWithLive(t *testing.T) {
 	if s := pool.Stats(); s.Pooled != 0 || s.Freed != 3 {
 		t.Fatalf("released beside two live memtables: %+v, want 0 pooled, 3 freed", s)
 	}
-	// b and c also hold their ascending tails, mapped on their own (lazy
-	// runs), never pooled.
-	tails := len(b.tail.bufs) + len(c.tail.bufs)
-	if want := int64((6 + tails) * arenaChunk); ArenaBytes()-base != want {
+	if want := int64(6 * arenaChunk); ArenaBytes()-base != want {
 		t.Fatalf("%d arena bytes, want %d (b and c only)", ArenaBytes()-base, want)
 	}
 	b.Unref() // c (3 chunks) live: b's 3 complete two memtables

@@ -9,12 +9,11 @@ import (
 )
 
 // TestChunkPurposes: arena chunks are counted under the memtable purposes
-// of internal/manual as they move between a memtable's arena, its index
-// arrays (the tail of ascending keys, which becomes the frozen array) and
-// the pool, and all are back at their start after the last Unref and the
-// pool's Close. It also
-// checks MemoryBytes: Size before the freeze, 48 bytes less per row after
-// (24-byte array entries instead of 72 of tree).
+// of internal/manual as they move between a memtable's arena and the pool
+// (nothing is counted as frozen: a freeze copies nothing), and all are back
+// at their start after the last Unref and the pool's Close. It also checks
+// Size and MemoryBytes: the bytes the rows take in the chunks, the same
+// before and after the freeze.
 func TestChunkPurposes(t *testing.T) {
 	p0 := manual.PurposeBytes()
 	delta := func(p manual.Purpose) int64 { return manual.PurposeBytes()[p] - p0[p] }
@@ -28,29 +27,33 @@ func TestChunkPurposes(t *testing.T) {
 	pool := NewPool(4<<20, -1)
 	m := NewPooled(1, pool)
 	const rows = 20000
-	// Records of 16+9+50 bytes, whole ones to a chunk; 24-byte entries.
-	arena := int64((rows+arenaChunk/75-1)/(arenaChunk/75)) * arenaChunk
-	frozen := int64((rows+chunkEntries-1)/chunkEntries) * arenaChunk
 	for i := range rows {
 		m.Add(&format.Row{Key: fmt.Appendf(nil, "k%08d", i), Seq: uint64(i + 1), Value: make([]byte, 50)})
 	}
-	// Ascending keys: every entry is in the tail, which the freeze keeps
-	// as the frozen array; its lazily mapped chunks are unmapped, not
-	// pooled, at the last Unref.
-	check("after the writes", arena, frozen, 0)
+	chunks := int64(len(m.chunks()))
+	arena := chunks * arenaChunk
+	check("after the writes", arena, 0, 0)
+	// Every row takes its node (24 bytes and 8 a level) and record
+	// (16+9+50 bytes) padded to 8; only the end of each chunk is unused,
+	// less than a row's worth in each full one.
+	lo := int64(rows * (recordHeader + 9 + 50 + nodeSize(1)))
+	if full := arena - arenaChunk; m.Size() < lo || m.Size() > arena || m.Size() < full-(chunks-1)*256 {
+		t.Fatalf("Size %d of %d rows in %d chunks, want at least %d, at most the chunks and near their fill", m.Size(), rows, chunks, lo)
+	}
 	if m.MemoryBytes() != m.Size() {
 		t.Fatalf("unfrozen MemoryBytes %d, Size %d", m.MemoryBytes(), m.Size())
 	}
+	size := m.Size()
 	m.Freeze()
-	check("after the freeze", arena, frozen, 0)
-	if want := m.Size() - rows*int64(indexOverhead-entrySize); m.MemoryBytes() != want {
-		t.Fatalf("frozen MemoryBytes %d, want %d", m.MemoryBytes(), want)
+	check("after the freeze", arena, 0, 0)
+	if m.MemoryBytes() != size || m.Size() != size {
+		t.Fatalf("frozen MemoryBytes %d, Size %d, want %d", m.MemoryBytes(), m.Size(), size)
 	}
 	m.Unref()
 	check("after the last Unref", 0, 0, arena)
 	next := NewPooled(2, pool)
 	next.Add(&format.Row{Key: []byte("a"), Seq: 1})
-	check("a new memtable's first write", arenaChunk, arenaChunk, arena-arenaChunk)
+	check("a new memtable's first write", 2*arenaChunk, 0, arena-2*arenaChunk) // a node and a record chunk
 	next.Unref()
 	pool.Close()
 	check("after Close", 0, 0, 0)

@@ -5,21 +5,19 @@ import "github.com/mayflydb/mayfly/format"
 // Versions calls fn with each row of ukey whose Seq is at most seq, newest
 // first, until fn returns false or the key has no older row: the rows
 // repeated Get calls at each row's Seq less one would return, found in one
-// search. fn runs under the memtable's read lock, so it must not call into
-// m; the row's bytes alias the arena and are valid, like Get's, while the
-// caller holds a reference.
+// search (which goes straight to the first version at or below seq). It
+// takes no lock: fn may call into m, and the rows are those linked when the
+// walk reaches them. The row's bytes alias the arena and are valid, like
+// Get's, while the caller holds a reference.
 func (m *Memtable) Versions(ukey []byte, seq uint64, fn func(r format.Row) bool) {
-	p := makePivot(ukey)
-	m.rlock()
-	m.ascendFrom(p, func(e entry) bool {
-		if !m.sameKey(e, p) {
-			return false
+	m.live()
+	v := m.view()
+	s := makeSearchKey(ukey, seq)
+	for x := v.seekGE(&s); x != 0; {
+		n := v.node(x)
+		if v.cmpUser(n, &s) != 0 || !fn(v.row(n.loc)) {
+			return
 		}
-		if m.trailer(e)>>8 > seq {
-			return true // newer than the reader's sequence: try the next version
-		}
-		return fn(m.row(e))
-	})
-	m.mu.RUnlock()
-	dropPivot(p)
+		x = n.next(0)
+	}
 }

@@ -13,13 +13,13 @@ import (
 )
 
 // TestScale100kTTL writes 100,000 keys in a scattered order, half expiring after 1s and half
-// after 1h, with a 1 MiB memtable so that flushes and automatic compactions
-// run, and checks counts before expiry, after it, after a full compaction
+// after 1h, with a 768 KiB memtable (about 6,700 of these rows) so that
+// flushes and automatic compactions run, and checks counts before expiry, after it, after a full compaction
 // (the expired rows are gone from disk) and after reopen.
 func TestScale100kTTL(t *testing.T) {
 	t.Parallel()
 	const n = 100_000
-	e := newEnv(t, func(o *mayfly.Options) { o.MemtableSize = 1 << 20 })
+	e := newEnv(t, func(o *mayfly.Options) { o.MemtableSize = 768 << 10 })
 	value := strings.Repeat("v", 40)
 	b := e.db.NewBatch()
 	for i := range n {
@@ -65,7 +65,7 @@ func TestScale100kTTL(t *testing.T) {
 	must(t, e.db.WaitForCompactions(t.Context()))
 	m := e.db.Metrics()
 	if m.RowsWritten != n || m.Flushes < 2 || m.Compactions == 0 {
-		t.Fatalf("RowsWritten %d, Flushes %d, Compactions %d; want %d and several flushes and automatic compactions with a 1 MiB memtable",
+		t.Fatalf("RowsWritten %d, Flushes %d, Compactions %d; want %d and several flushes and automatic compactions with a 768 KiB memtable",
 			m.RowsWritten, m.Flushes, m.Compactions, n)
 	}
 
