@@ -1,6 +1,7 @@
 package mayfly
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -29,6 +30,8 @@ type publishQueue struct {
 	mu   sync.Mutex
 	q    []*commitWaiter // q[head:] are logged and unpublished, in sequence order
 	head int
+	// pending is len(q) - head, written under mu, read by wait without it.
+	pending atomic.Int64
 	// err is the first apply failure: every batch popped after it fails.
 	err error
 	// drain, when not nil, is signalled once the queue is empty; the
@@ -52,6 +55,7 @@ func (q *publishQueue) push(ws []*commitWaiter) {
 		q.q, q.head = q.q[:n], 0
 	}
 	q.q = append(q.q, ws...)
+	q.pending.Add(int64(len(ws)))
 	q.mu.Unlock()
 }
 
@@ -85,6 +89,7 @@ func (q *publishQueue) applied(w *commitWaiter, err error, visible *atomic.Uint6
 		}
 		popped = append(popped, h)
 	}
+	q.pending.Add(-int64(len(popped)))
 	if q.head == len(q.q) {
 		q.q, q.head = q.q[:0], 0
 		if q.drain != nil {
@@ -102,8 +107,12 @@ func (q *publishQueue) applied(w *commitWaiter, err error, visible *atomic.Uint6
 
 // wait returns once every pushed batch is popped, with the first apply
 // failure if any. The caller holds commitMu, so nothing is pushed
-// meanwhile and it is the only caller waiting.
+// meanwhile and it is the only caller waiting. It yields first, as a
+// waiter does (commitSpins): the batches it waits for are being inserted.
 func (q *publishQueue) wait() error {
+	for i := 0; i < commitSpins && q.pending.Load() > 0; i++ {
+		runtime.Gosched()
+	}
 	q.mu.Lock()
 	if q.head == len(q.q) {
 		err := q.err
