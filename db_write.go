@@ -309,6 +309,11 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 		return db.setBackgroundError(fmt.Errorf("WAL write: %w", err))
 	}
 	db.metrics.walBytes.Add(uint64(len(buf)))
+	db.lastSeq = seq - 1
+	if lastCond >= 0 {
+		db.applyGroup(group, db.lastSeq)
+		return nil
+	}
 	// The logged waiters go to the publish queue in sequence order, before
 	// commitMu is released: the next group's batches queue after them.
 	var local [16]*commitWaiter
@@ -320,8 +325,41 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 		}
 	}
 	db.pub.push(ws)
-	db.lastSeq = seq - 1
 	return nil
+}
+
+// applyGroup applies the logged batches of a group with conditions from the
+// leader, under commitMu, with one memtable lock, publishes them up to last
+// and marks their waiters done. The publish queue is empty (the leader
+// waited for it before evaluating the conditions, and nothing is pushed
+// while it holds commitMu), so no other writer publishes meanwhile. A group
+// with conditions has stopped the pipeline already; applying it here lets
+// the next group, often conditional too, start without waiting for this
+// group's members to be scheduled. A failed apply fails every batch of the
+// group and publishes none.
+func (db *DB) applyGroup(group []*commitWaiter, last uint64) {
+	var local [16][]byte
+	logged := local[:0]
+	rows := uint64(0)
+	for _, g := range group {
+		if !g.done {
+			logged = append(logged, g.batch.data)
+			rows += uint64(g.batch.count)
+		}
+	}
+	var err error
+	if _, aerr := db.mem.ApplyBatches(logged); aerr != nil {
+		err = db.setBackgroundError(fmt.Errorf("memtable apply: %w", aerr))
+	} else {
+		db.visibleSeq.Store(last)
+		db.metrics.rowsWritten.Add(rows)
+		db.metrics.batchesCommitted.Add(uint64(len(logged)))
+	}
+	for _, g := range group {
+		if !g.done {
+			g.done, g.err = true, err
+		}
+	}
 }
 
 // lastMemtableDiv bounds the active memtable while MaxImmutableMemtables
