@@ -151,8 +151,9 @@ func releaseBatch(b *Batch) {
 // leader runs at a time and no queued batch is left without one), and
 // releases the members of its group. Each writer of a logged batch applies
 // it to the memtable itself, concurrently with the others and with the next
-// leader, and waits until the batch is published. No member waits on
-// commitMu.
+// leader, and waits until the batch is published; only a group with
+// conditions is applied and published by its leader (applyGroup). No member
+// waits on commitMu.
 func (db *DB) commit(b *Batch, sync bool) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
@@ -242,8 +243,9 @@ func (db *DB) leadGroup(w *commitWaiter) {
 // commitGroup is run by the leader with commitMu held: it makes room, stamps
 // the group's batches, evaluates their conditions and logs those that hold.
 // Each logged waiter gets its memtable and sequence range and is pushed onto
-// the publish queue; a waiter whose batch failed alone is done with its
-// error; on a returned error nothing was logged.
+// the publish queue, or, in a group with conditions, is applied, published
+// and done; a waiter whose batch failed alone is done with its error; on a
+// returned error nothing was logged.
 func (db *DB) commitGroup(group []*commitWaiter) error {
 	groupBytes := 0
 	for _, g := range group {
