@@ -280,6 +280,30 @@ func TestRotationWaitsForLoggedBatches(t *testing.T) {
 	mustGet(t, db, "k", "v")
 }
 
+// TestConditionSeesUnappliedBatches races a blind Put and a PutIfAbsent on
+// each key. Whatever the order, the blind value must be the one left: the
+// conditional write either commits first (and the Put overwrites it) or
+// after the Put, and then its condition fails. Its condition is evaluated
+// while the Put's writer may still be inserting it, so the leader must
+// wait for every batch logged before its group first.
+func TestConditionSeesUnappliedBatches(t *testing.T) {
+	db, _, _ := condDB(t)
+	const pairs, keys = 2, 1500
+	key := func(p, i int) []byte { return fmt.Appendf(nil, "k%d-%05d", p, i) }
+	runWriters(t, 2*pairs, keys, func(w, i int) error {
+		if w < pairs {
+			return db.Put(key(w, i), []byte("blind"))
+		}
+		_, err := db.PutIfAbsent(key(w-pairs, i), []byte("cond"), NoExpiry())
+		return err
+	})
+	for p := range pairs {
+		for i := range keys {
+			mustGet(t, db, string(key(p, i)), "blind")
+		}
+	}
+}
+
 // TestAddSeesEveryEarlierBatch runs answering adds on a few counters from
 // several writers beside blind puts: a group with a condition waits until
 // every batch logged before it is applied before it reads a counter, so
