@@ -17,10 +17,12 @@ import (
 // the WAL buffer. A condition sees its key's state as the group's overlay has
 // it (the writes of earlier batches of the group and of earlier entries of
 // its own batch, which are not in the memtable yet), else as the latest
-// committed state (db.lookup at latestSeq: every earlier group is fully
-// applied under commitMu). A batch whose condition fails is rolled back out
-// of the overlay, is not logged and takes no sequence numbers. The WAL thus
-// carries only outcomes: ordinary rows.
+// committed state (db.lookup at latestSeq: before evaluating, the leader
+// waits until every batch logged before its group is applied and visible,
+// and no other batch is logged while it holds commitMu). A batch whose
+// condition fails is rolled back out of the overlay, is not logged and
+// takes no sequence numbers. The WAL thus carries only outcomes: ordinary
+// rows.
 
 // condKind is the kind of a condition on one entry of a batch.
 type condKind uint8

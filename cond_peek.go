@@ -68,7 +68,9 @@ func (db *DB) peekKey(key []byte, withValue bool, p *condPeek) error {
 
 // peeked returns the state key has at the commit time now if p still
 // describes it: no later write can have reached the key. Caller holds
-// commitMu (so db.mem is stable).
+// commitMu (so db.mem is stable) and every batch logged so far is in the
+// memtable (commitGroup waits for that before evaluating conditions), so
+// every write since the read is a version m.Get finds.
 func (o *condOverlay) peeked(p *condPeek, key []byte) (keyState, bool) {
 	if !p.ok {
 		return keyState{}, false

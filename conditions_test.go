@@ -255,9 +255,7 @@ func TestConditionOverlayWithinGroup(t *testing.T) {
 	add(func(b *Batch) error { return b.PutIfAbsent([]byte("gone"), []byte("h"), NoExpiry()) })                   // 8 holds: expired
 	add(func(b *Batch) error { return b.Put([]byte("plain"), []byte("p")) })                                      // 9 after the last condition
 
-	db.commitMu.Lock()
-	err := db.commitGroup(group)
-	db.commitMu.Unlock()
+	err := commitGroupInline(db, group)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,20 +73,25 @@ type DB struct {
 	// (newMemtable); Close empties it.
 	memPool *memtable.Pool
 
-	// Commit pipeline. commitMu is held by the leader of a commit group; it
-	// also guards logWriter, logNum and lastSeq.
+	// Commit pipeline (db_write.go). commitMu is held by the leader of a
+	// commit group; it also guards logWriter, logNum and lastSeq, the last
+	// sequence number logged. queueMu guards queue, spareQueue and leading
+	// (a leader is running or promoted). pub orders the logged batches'
+	// publication (db_write_publish.go).
 	commitMu   sync.Mutex
 	queueMu    sync.Mutex
 	queue      []*commitWaiter
 	spareQueue []*commitWaiter
+	leading    bool
+	pub        publishQueue
 	logWriter  *wal.Writer
 	logNum     uint64
 	walBuf     []byte
 	condOv     condOverlay // the leader's condition state (cond_eval.go)
 	lastSeq    uint64
 	slowdown   slowdownState // level-0 write delay (db_write_slowdown.go)
-	// visibleSeq is the highest sequence number whose batch is fully
-	// applied; readers see rows up to it.
+	// visibleSeq is the highest sequence number up to which every batch is
+	// fully applied; readers see rows up to it.
 	visibleSeq atomic.Uint64
 
 	// manifestMu serialises version changes (flush, compaction) and the
@@ -283,6 +288,10 @@ func (db *DB) Close() error {
 
 	var errs []error
 	db.commitMu.Lock()
+	// Writers still applying their batches finish before the memtables go;
+	// a failure among them is the background error, reported by those
+	// writers.
+	_ = db.pub.wait()
 	if db.logWriter != nil {
 		// After a failed write the WAL writer's error is sticky: Sync and
 		// Close report the same failure, which Close reports once.

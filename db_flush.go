@@ -23,6 +23,12 @@ func (db *DB) Flush() error {
 		return ErrReadOnly
 	}
 	db.commitMu.Lock()
+	// Every write acknowledged before Flush, and every batch logged since,
+	// is in the active memtable once the publish queue is empty.
+	if err := db.pub.wait(); err != nil {
+		db.commitMu.Unlock()
+		return err
+	}
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()

@@ -2,23 +2,83 @@ package mayfly
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/mayflydb/mayfly/memtable"
 	"github.com/mayflydb/mayfly/wal"
 )
 
-// commitWaiter is one batch waiting in the commit queue.
+// commitWaiter is one batch in the commit pipeline, from its queueing to
+// its outcome.
 type commitWaiter struct {
 	batch *Batch
 	sync  bool
-	done  bool
-	err   error
+	// Set by the leader under commitMu, before it releases the waiter:
+	// done says the outcome (err) is decided and the batch was not logged;
+	// a logged batch has mem, the memtable it goes to, and last, its last
+	// sequence number.
+	done bool
+	err  error
+	mem  *memtable.Memtable
+	last uint64
+	// applied is set under the publish queue's lock once the batch is in
+	// mem or failed to go in (publishQueue.applied); err is then its
+	// outcome.
+	applied bool
+	// state is how the waiter learns what to do next (waiterWaiting until
+	// it is released); wake carries a release to a parked waiter.
+	state atomic.Uint32
+	wake  chan struct{}
+}
+
+// The states of a commitWaiter.
+const (
+	waiterWaiting  uint32 = iota
+	waiterParked          // blocked on wake
+	waiterFinished        // its outcome is err
+	waiterLead            // promoted: it leads the next group
+	waiterApply           // logged: its writer applies the batch to mem
+)
+
+// commitSpins is how many times a waiter yields its processor, checking
+// its state between yields, before it parks. A group's leader work and a
+// batch's memtable insert take a few microseconds, less than waking a
+// parked goroutine on an idle processor; yielding lets other goroutines run
+// meanwhile. A synced writer waits for an fsync to be released and parks at
+// once.
+const commitSpins = 64
+
+// await blocks until w is released and returns the state it was released
+// with; spin yields first (see commitSpins).
+func (w *commitWaiter) await(spin bool) uint32 {
+	if spin {
+		for range commitSpins {
+			if s := w.state.Load(); s != waiterWaiting {
+				return s
+			}
+			runtime.Gosched()
+		}
+	}
+	if w.state.CompareAndSwap(waiterWaiting, waiterParked) {
+		<-w.wake
+	}
+	return w.state.Load()
+}
+
+// release hands w its next state. The caller must not touch w afterwards:
+// its owner may return and reuse it.
+func (w *commitWaiter) release(s uint32) {
+	if w.state.Swap(s) == waiterParked {
+		w.wake <- struct{}{}
+	}
 }
 
 var (
 	batchPool  = sync.Pool{New: func() any { return &Batch{} }}
-	waiterPool = sync.Pool{New: func() any { return &commitWaiter{} }}
+	waiterPool = sync.Pool{New: func() any { return &commitWaiter{wake: make(chan struct{}, 1)} }}
 )
 
 const (
@@ -82,43 +142,110 @@ func releaseBatch(b *Batch) {
 	batchPool.Put(b)
 }
 
-// commit writes b to the WAL and the memtable. Concurrent callers form a
-// group: the first to take commitMu becomes the leader and writes every
-// queued batch with one WAL write and at most one fsync; the others find
-// their work done when they get the lock.
+// commit writes b to the WAL and the memtable and returns once its rows are
+// visible. Concurrent callers form groups: a caller that finds no leader
+// becomes it, takes commitMu, stamps and logs every queued batch with one
+// WAL write and at most one fsync, and pushes the logged ones onto the
+// publish queue (db_write_publish.go). It then releases commitMu, promotes
+// the first caller queued meanwhile to lead the next group (so exactly one
+// leader runs at a time and no queued batch is left without one), and
+// releases the members of its group. Each writer of a logged batch applies
+// it to the memtable itself, concurrently with the others and with the next
+// leader, and waits until the batch is published; only a group with
+// conditions is applied and published by its leader (applyGroup). No member
+// waits on commitMu.
 func (db *DB) commit(b *Batch, sync bool) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
 	w := waiterPool.Get().(*commitWaiter)
-	*w = commitWaiter{batch: b, sync: sync}
-	defer waiterPool.Put(w) // no group refers to w once commit returns
+	w.batch, w.sync, w.done, w.err, w.mem, w.last, w.applied = b, sync, false, nil, nil, 0, false
+	w.state.Store(waiterWaiting)
+	defer func() {
+		w.batch, w.err, w.mem = nil, nil, nil
+		waiterPool.Put(w) // no group or queue refers to w once commit returns
+	}()
 	db.queueMu.Lock()
 	db.queue = append(db.queue, w)
+	lead := !db.leading
+	db.leading = true
 	db.queueMu.Unlock()
-
-	db.commitMu.Lock()
-	defer db.commitMu.Unlock()
+	if lead || w.await(!sync) == waiterLead {
+		db.leadGroup(w)
+	}
 	if w.done {
 		return w.err
 	}
-	db.queueMu.Lock()
-	group := db.queue
-	db.queue = db.spareQueue[:0]
-	db.queueMu.Unlock()
+	return db.applyLogged(w)
+}
 
-	err := db.commitGroup(group)
-	for _, g := range group {
-		if !g.done {
-			g.done, g.err = true, err
-		}
+// applyLogged applies the logged batch of w to its memtable, reports it
+// applied and returns its outcome once it is published (or failed).
+func (db *DB) applyLogged(w *commitWaiter) error {
+	var err error
+	if aerr := w.mem.ApplyBatch(w.batch.data); aerr != nil {
+		err = db.setBackgroundError(fmt.Errorf("memtable apply: %w", aerr))
 	}
-	clear(group)
-	db.spareQueue = group[:0] // the leader alone touches spareQueue
+	w.state.Store(waiterWaiting) // nothing else touches w until it is applied
+	db.pub.applied(w, err, &db.visibleSeq, &db.metrics)
+	w.await(true)
 	return w.err
 }
 
-// commitGroup is run by the leader with commitMu held.
+// leadGroup commits the queued batches, the leader's own w among them, as
+// one group: it returns when w's outcome is decided (w.done) or w is logged.
+func (db *DB) leadGroup(w *commitWaiter) {
+	db.commitMu.Lock()
+	db.queueMu.Lock()
+	group := db.queue
+	// The spare slice is lent to the queue until this leader returns its
+	// group to be the next spare: a promoted leader may take the queue
+	// before then.
+	db.queue, db.spareQueue = db.spareQueue[:0], nil
+	db.queueMu.Unlock()
+	err := db.commitGroup(group)
+	for _, g := range group {
+		if !g.done && g.mem == nil {
+			g.done, g.err = true, err
+		}
+	}
+	db.commitMu.Unlock()
+
+	db.queueMu.Lock()
+	var next *commitWaiter
+	if len(db.queue) > 0 {
+		next = db.queue[0]
+	} else {
+		db.leading = false
+	}
+	db.queueMu.Unlock()
+	if next != nil {
+		next.release(waiterLead)
+	}
+	for _, g := range group {
+		if g == w {
+			continue
+		}
+		if g.done {
+			g.release(waiterFinished)
+		} else {
+			g.release(waiterApply)
+		}
+	}
+	clear(group)
+	db.queueMu.Lock()
+	if db.spareQueue == nil {
+		db.spareQueue = group[:0]
+	}
+	db.queueMu.Unlock()
+}
+
+// commitGroup is run by the leader with commitMu held: it makes room, stamps
+// the group's batches, evaluates their conditions and logs those that hold.
+// Each logged waiter gets its memtable and sequence range and is pushed onto
+// the publish queue, or, in a group with conditions, is applied, published
+// and done; a waiter whose batch failed alone is done with its error; on a
+// returned error nothing was logged.
 func (db *DB) commitGroup(group []*commitWaiter) error {
 	groupBytes := 0
 	for _, g := range group {
@@ -127,13 +254,19 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 	if err := db.makeRoomForWrite(groupBytes); err != nil {
 		return err
 	}
+	lastCond := lastConditional(group)
+	if lastCond >= 0 {
+		// Conditions see the latest committed state: every batch logged
+		// before this group must be in the memtable and visible first.
+		if err := db.pub.wait(); err != nil {
+			return err
+		}
+	}
 	now := db.clock.NowMillis()
 	seq := db.lastSeq + 1
 	buf := db.walBuf[:0]
 	needSync := false
-	applied := 0 // waiters still !done after stamping are the ones logged
-	rows := uint64(0)
-	lastCond := lastConditional(group)
+	logged := 0 // waiters still !done after stamping are the ones logged
 	if lastCond >= 0 {
 		db.condOv.begin(db, now)
 	}
@@ -152,14 +285,14 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 		}
 		buf = wal.AppendRecord(buf, g.batch.data)
 		seq += uint64(g.batch.count)
-		rows += uint64(g.batch.count)
+		g.last = seq - 1
 		needSync = needSync || g.sync
-		applied++
+		logged++
 	}
 	if cap(buf) <= 4<<20 {
 		db.walBuf = buf[:0]
 	}
-	if applied == 0 {
+	if logged == 0 {
 		return nil
 	}
 	if needSync {
@@ -178,29 +311,57 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 		return db.setBackgroundError(fmt.Errorf("WAL write: %w", err))
 	}
 	db.metrics.walBytes.Add(uint64(len(buf)))
-	// One memtable lock acquisition for the whole group. Waiters that
-	// failed to stamp were not logged and are skipped.
+	db.lastSeq = seq - 1
+	if lastCond >= 0 {
+		db.applyGroup(group, db.lastSeq)
+		return nil
+	}
+	// The logged waiters go to the publish queue in sequence order, before
+	// commitMu is released: the next group's batches queue after them.
+	var local [16]*commitWaiter
+	ws := local[:0]
+	for _, g := range group {
+		if !g.done {
+			g.mem = db.mem
+			ws = append(ws, g)
+		}
+	}
+	db.pub.push(ws)
+	return nil
+}
+
+// applyGroup applies the logged batches of a group with conditions from the
+// leader, under commitMu, with one memtable lock, publishes them up to last
+// and marks their waiters done. The publish queue is empty (the leader
+// waited for it before evaluating the conditions, and nothing is pushed
+// while it holds commitMu), so no other writer publishes meanwhile. A group
+// with conditions has stopped the pipeline already; applying it here lets
+// the next group, often conditional too, start without waiting for this
+// group's members to be scheduled. A failed apply fails every batch of the
+// group and publishes none.
+func (db *DB) applyGroup(group []*commitWaiter, last uint64) {
 	var local [16][]byte
 	logged := local[:0]
+	rows := uint64(0)
 	for _, g := range group {
 		if !g.done {
 			logged = append(logged, g.batch.data)
+			rows += uint64(g.batch.count)
 		}
 	}
-	n, err := db.mem.ApplyBatches(logged)
+	var err error
+	if _, aerr := db.mem.ApplyBatches(logged); aerr != nil {
+		err = db.setBackgroundError(fmt.Errorf("memtable apply: %w", aerr))
+	} else {
+		db.visibleSeq.Store(last)
+		db.metrics.rowsWritten.Add(rows)
+		db.metrics.batchesCommitted.Add(uint64(len(logged)))
+	}
 	for _, g := range group {
-		if !g.done && n > 0 {
-			g.done, n = true, n-1
+		if !g.done {
+			g.done, g.err = true, err
 		}
 	}
-	if err != nil {
-		return db.setBackgroundError(fmt.Errorf("memtable apply: %w", err))
-	}
-	db.lastSeq = seq - 1
-	db.visibleSeq.Store(db.lastSeq)
-	db.metrics.rowsWritten.Add(rows)
-	db.metrics.batchesCommitted.Add(uint64(applied))
-	return nil
 }
 
 // lastMemtableDiv bounds the active memtable while MaxImmutableMemtables
@@ -305,9 +466,15 @@ func (db *DB) makeRoomForWrite(bytes int) error {
 // rotateMemtable freezes the active memtable and starts a new WAL segment
 // for its successor. The old segment is sealed (its seal synced) first, so
 // that a torn record can only ever be at the tail of the newest segment and
-// every older segment ends in a seal (wal package, "Seals"). Caller holds
+// every older segment ends in a seal (wal package, "Seals"). It first waits
+// until every logged batch is applied and published, so that no writer is
+// still inserting into the memtable it freezes and the flush of that
+// memtable covers every sequence number logged to its segment. Caller holds
 // commitMu.
 func (db *DB) rotateMemtable() error {
+	if err := db.pub.wait(); err != nil {
+		return err
+	}
 	if err := db.logWriter.Seal(); err != nil {
 		return db.setBackgroundError(fmt.Errorf("WAL seal at rotation: %w", err))
 	}

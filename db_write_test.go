@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +19,331 @@ import (
 	"github.com/mayflydb/mayfly/storage"
 	"github.com/mayflydb/mayfly/storage/faultfs"
 )
+
+// commitGroupInline commits group as one commit group from this goroutine:
+// the leader's part, then each logged batch's apply and publication in
+// sequence order. Every waiter ends done with its outcome.
+func commitGroupInline(db *DB, group []*commitWaiter) error {
+	db.commitMu.Lock()
+	err := db.commitGroup(group)
+	db.commitMu.Unlock()
+	for _, g := range group {
+		switch {
+		case g.mem != nil:
+			g.err = db.applyLogged(g)
+		case !g.done:
+			g.err = err
+		}
+		g.done = true
+	}
+	return err
+}
+
+// runWriters runs op(w, i) for i in [0, perWriter) on each of writers
+// goroutines and fails t with the first error of each writer (which stops
+// that writer).
+func runWriters(t *testing.T, writers, perWriter int, op func(w, i int) error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range perWriter {
+				if err := op(w, i); err != nil {
+					errs <- fmt.Errorf("writer %d op %d: %w", w, i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
+
+// TestCommitReleasesEveryWriter runs writers of several kinds at once
+// (puts, synced puts, batches, a batch that fails its condition) beside
+// flushes, so that commit groups form, leaders hand over to writers queued
+// meanwhile, and a group mixes outcomes. Every call returns its own
+// outcome: each acknowledged row is readable, the failing batches get their
+// errors and leave nothing, and the committed-batch count is exact. A
+// writer left without a leader, or never published, hangs the test.
+func TestCommitReleasesEveryWriter(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), clock.NewManual(epoch), nil)
+	defer db.Close()
+	const writers, perWriter = 8, 300
+	runWriters(t, writers, perWriter, func(w, i int) error {
+		key := fmt.Appendf(nil, "w%d-%04d", w, i)
+		switch i % 6 {
+		case 0:
+			return db.PutWith(key, key, TTL{}, Sync)
+		case 1:
+			b := db.NewBatch()
+			defer b.Close()
+			_ = b.Put(key, key)
+			_ = b.Put(append(key, 'b'), key)
+			return b.Write(nil)
+		case 2:
+			// A condition that cannot hold: nothing of it is written.
+			b := db.NewBatch()
+			defer b.Close()
+			_ = b.Put(key, key)
+			_ = b.PutIfPresent(append(key, 'x'), key, TTL{})
+			if err := b.Write(nil); !errors.Is(err, ErrConditionFailed) {
+				return fmt.Errorf("%s: failed condition returned %v", key, err)
+			}
+		case 3:
+			if i%12 == 3 {
+				if err := db.Flush(); err != nil {
+					return err
+				}
+			}
+		}
+		return db.Put(key, key)
+	})
+	for w := range writers {
+		for i := range perWriter {
+			key := fmt.Appendf(nil, "w%d-%04d", w, i)
+			if v, err := db.Get(key); err != nil || !bytes.Equal(v, key) {
+				t.Fatalf("%s: got %q, %v", key, v, err)
+			}
+			if _, err := db.Get(append(key, 'x')); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("%sx (a failed condition's row): %v", key, err)
+			}
+		}
+	}
+	// Per writer: 50 of each of the six kinds, case 2 commits one batch.
+	if got, want := db.Metrics().BatchesCommitted, uint64(writers*perWriter); got != want {
+		t.Fatalf("batches committed: %d, want %d", got, want)
+	}
+}
+
+// TestCommitVisibleWithoutGaps runs writers of batches of one to three rows
+// of new keys against readers. Each writer reads its batch back right after
+// its commit returns (read-your-writes), and each reader counts the rows a
+// snapshot sees: since every row has its own sequence number from 1 up, a
+// snapshot at sequence number S must see exactly S rows. Fewer means the
+// visible sequence number passed a batch not yet in the memtable (a gap);
+// part of a batch would show the same way.
+func TestCommitVisibleWithoutGaps(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), clock.NewManual(epoch), nil)
+	defer db.Close()
+	base := db.visibleSeq.Load()
+	const writers, perWriter = 4, 400
+	var readers sync.WaitGroup
+	stop := make(chan struct{})
+	errs := make(chan error, 2)
+	defer func() {
+		close(stop)
+		readers.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	}()
+	for range 2 {
+		readers.Go(func() {
+			for checks := 0; ; checks++ {
+				select {
+				case <-stop:
+					if checks == 0 {
+						errs <- errors.New("a reader made no check")
+					}
+					return
+				default:
+				}
+				snap, err := db.NewSnapshot()
+				if err != nil {
+					errs <- err
+					return
+				}
+				it, err := snap.NewIter(nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				n := uint64(0)
+				for ok := it.First(); ok; ok = it.Next() {
+					n++
+				}
+				err = errors.Join(it.Close(), snap.Close())
+				if want := snap.seq - base; err == nil && n != want {
+					err = fmt.Errorf("snapshot at sequence %d sees %d rows, want %d", snap.seq, n, want)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	runWriters(t, writers, perWriter, func(w, i int) error {
+		b := db.NewBatch()
+		defer b.Close()
+		rows := 1 + (w+i)%3
+		for r := range rows {
+			key := fmt.Appendf(nil, "w%d-%04d-%d", w, i, r)
+			_ = b.Put(key, key)
+		}
+		if err := b.Write(nil); err != nil {
+			return err
+		}
+		for r := range rows {
+			key := fmt.Appendf(nil, "w%d-%04d-%d", w, i, r)
+			if v, err := db.Get(key); err != nil || !bytes.Equal(v, key) {
+				return fmt.Errorf("%s right after its commit: %q, %v", key, v, err)
+			}
+		}
+		return nil
+	})
+}
+
+// TestRotationUnderConcurrentWritersLosesNothing rotates small memtables
+// (and forces rotations with Flush) while writers commit, then reopens: a
+// memtable frozen or flushed while a writer was still applying its batch
+// would lose that batch's rows once its WAL segment is deleted, or panic
+// on a write after Freeze.
+func TestRotationUnderConcurrentWritersLosesNothing(t *testing.T) {
+	dir, clk := t.TempDir(), clock.NewManual(epoch)
+	small := func(o *Options) { o.MemtableSize = 64 << 10 }
+	db := openTestDB(t, dir, clk, small)
+	const writers, perWriter = 4, 1500
+	val := bytes.Repeat([]byte("v"), 100)
+	// The last writer forces a rotation now and then.
+	runWriters(t, writers+1, perWriter, func(w, i int) error {
+		if w == writers {
+			if i%75 == 0 {
+				return db.Flush()
+			}
+			return nil
+		}
+		return db.Put(fmt.Appendf(nil, "w%d-%05d", w, i), val)
+	})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTestDB(t, dir, clk, small)
+	defer db.Close()
+	for w := range writers {
+		for i := range perWriter {
+			key := fmt.Appendf(nil, "w%d-%05d", w, i)
+			if v, err := db.Get(key); err != nil || !bytes.Equal(v, val) {
+				t.Fatalf("%s after reopen: %q, %v", key, v, err)
+			}
+		}
+	}
+}
+
+// TestRotationWaitsForLoggedBatches logs a batch without applying it and
+// rotates the memtable meanwhile, as the next group's leader may: the
+// rotation must wait (it becomes the publish queue's drainer) until the
+// batch is applied, else the batch would go into a memtable already frozen
+// or flushed. The row then survives a flush and a reopen.
+func TestRotationWaitsForLoggedBatches(t *testing.T) {
+	dir, clk := t.TempDir(), clock.NewManual(epoch)
+	// Not closed on failure: Close would wait for the unapplied batch.
+	db := openTestDB(t, dir, clk, nil)
+	b := db.NewBatch()
+	defer b.Close()
+	must(t, b.Put([]byte("k"), []byte("v")))
+	g := &commitWaiter{batch: b}
+	db.commitMu.Lock()
+	if err := db.commitGroup([]*commitWaiter{g}); err != nil || g.mem == nil {
+		db.commitMu.Unlock()
+		t.Fatalf("commitGroup: %v, logged %v", err, g.mem != nil)
+	}
+	rotated := make(chan error, 1)
+	go func() {
+		rotated <- db.rotateMemtable()
+		db.commitMu.Unlock()
+	}()
+	for waiting := false; !waiting; {
+		select {
+		case err := <-rotated:
+			t.Fatalf("the memtable rotated (err %v) while a batch logged to it was not applied", err)
+		default:
+			runtime.Gosched()
+		}
+		db.pub.mu.Lock()
+		waiting = db.pub.drain != nil
+		db.pub.mu.Unlock()
+	}
+	must(t, db.applyLogged(g))
+	must(t, <-rotated)
+	must(t, db.Flush())
+	db = reopen(t, db, dir, clk)
+	mustGet(t, db, "k", "v")
+}
+
+// TestConditionSeesUnappliedBatches races a blind Put and a PutIfAbsent on
+// each key. Whatever the order, the blind value must be the one left: the
+// conditional write either commits first (and the Put overwrites it) or
+// after the Put, and then its condition fails. Its condition is evaluated
+// while the Put's writer may still be inserting it, so the leader must
+// wait for every batch logged before its group first.
+func TestConditionSeesUnappliedBatches(t *testing.T) {
+	db, _, _ := condDB(t)
+	const pairs, keys = 2, 1500
+	key := func(p, i int) []byte { return fmt.Appendf(nil, "k%d-%05d", p, i) }
+	runWriters(t, 2*pairs, keys, func(w, i int) error {
+		if w < pairs {
+			return db.Put(key(w, i), []byte("blind"))
+		}
+		_, err := db.PutIfAbsent(key(w-pairs, i), []byte("cond"), NoExpiry())
+		return err
+	})
+	for p := range pairs {
+		for i := range keys {
+			mustGet(t, db, string(key(p, i)), "blind")
+		}
+	}
+}
+
+// TestAddSeesEveryEarlierBatch runs answering adds on a few counters from
+// several writers beside blind puts: a group with a condition waits until
+// every batch logged before it is applied before it reads a counter, so
+// the adds of each counter return 1, 2, ... n, each once.
+func TestAddSeesEveryEarlierBatch(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), clock.NewManual(epoch), func(o *Options) { o.MergeOperator = Int64Add })
+	defer db.Close()
+	const writers, perWriter, counters = 4, 400, 3
+	got := make([][]int64, writers)
+	runWriters(t, writers, perWriter, func(w, i int) error {
+		n, err := db.Add(fmt.Appendf(nil, "c%d", i%counters), 1, TTL{})
+		if err != nil {
+			return err
+		}
+		got[w] = append(got[w], n)
+		return db.Put(fmt.Appendf(nil, "p%d-%d", w, i), nil)
+	})
+	// Writer w's i-th add went to counter i%counters.
+	seen := make([]map[int64]bool, counters)
+	for c := range seen {
+		seen[c] = make(map[int64]bool)
+	}
+	for w := range writers {
+		for i, n := range got[w] {
+			c := i % counters
+			if seen[c][n] {
+				t.Fatalf("counter %d returned %d twice", c, n)
+			}
+			seen[c][n] = true
+		}
+	}
+	for c := range seen {
+		want := writers * ((perWriter - c + counters - 1) / counters) // i%counters == c, i < perWriter
+		for n := int64(1); n <= int64(want); n++ {
+			if !seen[c][n] {
+				t.Fatalf("counter %d never returned %d (of %d adds)", c, n, want)
+			}
+		}
+	}
+}
 
 // TestFirstFailedWriteWrapsErrBackground checks that the write that meets a
 // failure of the WAL reports it as every later write does: wrapping
@@ -375,6 +701,27 @@ func BenchmarkPutSyncParallel(b *testing.B) {
 			}
 			i++
 		}
+	})
+	b.StopTimer()
+	cpu.report(b)
+	reportWriteMetrics(b, db, b.N)
+}
+
+// BenchmarkPutParallel measures non-synced puts of random keys from four
+// writers: the commit pipeline's hand-off between a group's leader and its
+// members and the members' own memtable inserts, which one writer never
+// pays.
+func BenchmarkPutParallel(b *testing.B) {
+	db := openBenchDB(b, nil)
+	vals := benchValuePool()
+	b.SetBytes(benchRowBytes)
+	b.ReportAllocs()
+	cpu := startCPU()
+	b.ResetTimer()
+	runFour(b, b.N, func(i int) error {
+		var k [benchKeySize]byte
+		benchKey(k[:], uint64(i))
+		return db.Put(k[:], vals[i%benchValues])
 	})
 	b.StopTimer()
 	cpu.report(b)

@@ -142,9 +142,7 @@ func TestLeaseTokensInOneGroup(t *testing.T) {
 		group = append(group, &commitWaiter{batch: b})
 	}
 	seq := db.visibleSeq.Load()
-	db.commitMu.Lock()
-	err := db.commitGroup(group)
-	db.commitMu.Unlock()
+	err := commitGroupInline(db, group)
 	must(t, err)
 	for i, k := range []string{"a", "b", "c"} {
 		v, err := db.Get([]byte(k))
