@@ -58,8 +58,8 @@ type DB struct {
 	clock   *clock.Monotonic
 	cache   *sstable.Cache
 	metrics metricsCounters
-	// compactionReadAhead is sstable.ReaderOptions.CompactionReadAhead:
-	// -1 when only iterators read ahead (the local default), else 0.
+	// compactionReadAhead is sstable.ReaderOptions.CompactionReadAhead
+	// (readTuning).
 	compactionReadAhead int
 	// readAheadAfter is sstable.ReaderOptions.ReadAheadAfter: on a local
 	// directory an iterator reads ahead only once a scan is long.

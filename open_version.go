@@ -213,6 +213,9 @@ func (db *DB) openTable(m *manifest.FileMeta) (*tableFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mayfly: open table listed in manifest: %w", err)
 	}
+	if a, ok := f.(storage.RandomReadAdviser); ok {
+		a.AdviseRandomReads() // blocks are read one by one or in read-ahead windows
+	}
 	r, err := sstable.Open(f, sstable.ReaderOptions{Cache: db.cache, FileNum: m.Num, Name: tableName(m.Num),
 		ReadAhead: db.opts.ReadAheadSize, CompactionReadAhead: db.compactionReadAhead, ReadAheadAfter: db.readAheadAfter,
 		IndependentMisses: db.localTables})

@@ -79,8 +79,12 @@ func l0ScaleCapped(memtable int64, limit int64) int {
 const MaxBloomBitsPerKey = 64
 
 // defaultLocalReadAhead is Options.ReadAheadSize's default for iterators on
-// a local directory (compactions do not read ahead there by default).
+// a local directory.
 const defaultLocalReadAhead = 256 << 10
+
+// localCompactionReadAhead is the read-ahead window of a compaction's
+// iterators on a local directory (sstable.ReaderOptions.CompactionReadAhead).
+const localCompactionReadAhead = 64 << 10
 
 // localReadAheadAfter is how many data blocks a local iterator reads one by
 // one after a seek before it reads ahead: a short range scan crossing a
@@ -539,8 +543,8 @@ func (o *Options) checkSigns() error {
 // readTuning is how the SSTable readers of a database read, as the
 // backend's traits decide (sstable.ReaderOptions).
 type readTuning struct {
-	// compactionReadAhead is ReaderOptions.CompactionReadAhead: -1 when
-	// only iterators read ahead (the local default), else 0.
+	// compactionReadAhead is ReaderOptions.CompactionReadAhead:
+	// localCompactionReadAhead by the local default, else 0 (as ReadAhead).
 	compactionReadAhead int
 	// readAheadAfter is ReaderOptions.ReadAheadAfter: on a local disk an
 	// iterator reads ahead only once a scan is long.
@@ -565,10 +569,11 @@ func (o *Options) withStorageDefaults(t storage.Traits) readTuning {
 	case o.ReadAheadSize == 0 && t.Remote && o.ObjectCacheDir == "":
 		o.ReadAheadSize = defaultObjectReadAhead
 	case o.ReadAheadSize == 0 && !t.Remote:
-		// A local scan saves a system call per block and decodes the next
-		// window on another goroutine; compactions keep reading block by
-		// block, so that they hold no windows.
-		o.ReadAheadSize, rt.compactionReadAhead = defaultLocalReadAhead, -1
+		// A local scan saves a system call per block and fetches the next
+		// window on another goroutine. Tables are opened with the kernel's
+		// readahead off (storage.RandomReadAdviser), so compactions read in
+		// windows too, small ones: a compaction holds two per input table.
+		o.ReadAheadSize, rt.compactionReadAhead = defaultLocalReadAhead, localCompactionReadAhead
 	}
 	if !t.Remote {
 		rt.readAheadAfter = localReadAheadAfter

@@ -277,10 +277,10 @@ func TestReadAheadSizeDefault(t *testing.T) {
 			if got := db.opts.ReadAheadSize; got != c.want {
 				t.Fatalf("ReadAheadSize = %d, want %d", got, c.want)
 			}
-			// Only the local default leaves compactions without read-ahead.
+			// Only the local default gives compactions windows of their own.
 			wantComp := 0
 			if !c.remote && c.set == 0 && !c.disable {
-				wantComp = -1
+				wantComp = localCompactionReadAhead
 			}
 			if db.compactionReadAhead != wantComp {
 				t.Fatalf("compactionReadAhead = %d, want %d", db.compactionReadAhead, wantComp)
@@ -1285,7 +1285,7 @@ func TestStorageDefaultsFollowDeclaredTraits(t *testing.T) {
 		independentMisses bool
 	}{
 		{"declared remote", declaredStore{storage.NewMem(), storage.Traits{Remote: true}}, time.Minute, defaultObjectReadAhead, 0, 0, false},
-		{"declared local", declaredStore{storage.NewMem(), storage.Traits{}}, 0, defaultLocalReadAhead, -1, localReadAheadAfter, true},
+		{"declared local", declaredStore{storage.NewMem(), storage.Traits{}}, 0, defaultLocalReadAhead, localCompactionReadAhead, localReadAheadAfter, true},
 		{"fencer declaring nothing", fencingMem{storage.NewMem()}, time.Minute, defaultObjectReadAhead, 0, 0, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

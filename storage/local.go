@@ -346,6 +346,12 @@ func (l *Local) Open(name string) (ObjectReader, error) {
 	return &localReader{f: f, size: fi.Size()}, nil
 }
 
+var _ RandomReadAdviser = (*localReader)(nil)
+
+// AdviseRandomReads implements RandomReadAdviser (posix_fadvise RANDOM on
+// Linux; nothing elsewhere).
+func (r *localReader) AdviseRandomReads() { adviseRandom(r.f) }
+
 type localReader struct {
 	f    *os.File
 	size int64

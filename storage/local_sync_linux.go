@@ -46,3 +46,13 @@ func startWriteback(f *os.File, off, n int64) {
 
 // syncFileRangeWrite is SYNC_FILE_RANGE_WRITE from <linux/fs.h>.
 const syncFileRangeWrite = 2
+
+// adviseRandom tells the kernel that f is read at random offsets
+// (posix_fadvise(2) POSIX_FADV_RANDOM): it turns off f's readahead. A
+// failure is ignored: the advice is only a hint.
+func adviseRandom(f *os.File) {
+	_, _, _ = syscall.Syscall6(syscall.SYS_FADVISE64, f.Fd(), 0, 0, fadvRandom, 0, 0)
+}
+
+// fadvRandom is POSIX_FADV_RANDOM from <linux/fadvise.h>.
+const fadvRandom = 1

@@ -14,3 +14,6 @@ func preallocate(f *os.File, off, n int64) error { return nil }
 // startWriteback is a no-op here: the platform has no request to start
 // writeback without waiting for it.
 func startWriteback(f *os.File, off, n int64) {}
+
+// adviseRandom is a no-op here.
+func adviseRandom(f *os.File) {}

@@ -206,6 +206,15 @@ type ObjectReader interface {
 	Close() error
 }
 
+// RandomReadAdviser is implemented by ObjectReaders that can tell the
+// operating system that their reads are random, as an SSTable's are (point
+// lookups read one block; scans and compactions read ahead in windows of
+// their own): it then reads from the device only what each read asks for,
+// instead of reading ahead of it. The advice changes no result.
+type RandomReadAdviser interface {
+	AdviseRandomReads()
+}
+
 // LogWriter appends to a log. Written bytes are durable only after Sync.
 type LogWriter interface {
 	io.Writer
