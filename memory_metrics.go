@@ -15,10 +15,13 @@ import (
 // off from each other by what changed while reading.
 type MemoryMetrics struct {
 	// MemtableArena is the arena chunks (memtable.ChunkSize each, resident
-	// in full) holding the records of memtables, active and immutable.
+	// in full) holding the records and skiplist nodes of memtables, active
+	// and immutable.
 	MemtableArena int64
-	// MemtableFrozen is the chunks holding frozen memtables' sorted entry
-	// arrays (24 bytes per row, carved from whole chunks).
+	// MemtableFrozen is always 0: frozen memtables keep their skiplist
+	// (RFC 0011) instead of a sorted copy of their entries.
+	//
+	// Deprecated: kept so that the metric's name stays; it reads 0.
 	MemtableFrozen int64
 	// MemtablePooled is the chunks idle in memtable pools, kept for the
 	// next memtables (RFC 0003, "Chunk recycling").

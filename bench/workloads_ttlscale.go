@@ -44,8 +44,8 @@ type TTLScaleParams struct {
 	Zipf     float64       // Zipf exponent (> 1) of the TTL in minutes; default 1.1
 	// Bound is the reclamation bound, simulated: a row that expired more
 	// than Bound ago must be off disk. Default: Mayfly's documented bound,
-	// PeriodicCompactionInterval (1 h) plus one compaction (counted as 10 real
-	// seconds, 10 × Speed simulated).
+	// the default PeriodicCompactionInterval plus one compaction (counted
+	// as 10 real seconds, 10 × Speed simulated).
 	Bound time.Duration
 }
 

@@ -72,7 +72,7 @@ func ArenaBytes() int64 {
 	return b[manual.PurposeMemtableArena] + b[manual.PurposeMemtableFrozen] + b[manual.PurposeMemtablePooled]
 }
 
-// newChunk returns n freshly mapped arena bytes, counted under purpose p (manual.PurposeMemtableArena or PurposeMemtableFrozen).
+// newChunk returns n freshly mapped arena bytes, counted under purpose p.
 func newChunk(p manual.Purpose, n int) []byte {
 	return manual.NewResidentFor(p, n)
 }

@@ -15,8 +15,8 @@ const (
 	PurposeOther Purpose = iota
 	// PurposeMemtableArena: arena chunks holding the records of memtables.
 	PurposeMemtableArena
-	// PurposeMemtableFrozen: arena chunks holding frozen memtables' sorted
-	// entry arrays.
+	// PurposeMemtableFrozen: no longer used (frozen memtables keep their
+	// skiplist, RFC 0011); kept so that the purposes' numbers and names stay.
 	PurposeMemtableFrozen
 	// PurposeMemtablePooled: arena chunks idle in memtable pools.
 	PurposeMemtablePooled

@@ -85,6 +85,17 @@ func params() bench.Params {
 	return p
 }
 
+// createResults creates this run's results file in -results, named by the
+// time it starts.
+func createResults() (string, *os.File, error) {
+	if err := os.MkdirAll(*results, 0o755); err != nil {
+		return "", nil, err
+	}
+	path := filepath.Join(*results, "results-"+time.Now().UTC().Format("20060102T150405Z")+".jsonl")
+	f, err := os.Create(path)
+	return path, f, err
+}
+
 // makeScratch points *workdir at a new directory of its own inside it, so
 // that runs started side by side never share (or remove) each other's
 // databases, and returns the function that removes it.
@@ -273,11 +284,7 @@ func orchestrate() error {
 		return nil
 	}
 
-	if err := os.MkdirAll(*results, 0o755); err != nil {
-		return err
-	}
-	jsonPath := filepath.Join(*results, "results-"+time.Now().UTC().Format("20060102T150405Z")+".jsonl")
-	jf, err := os.Create(jsonPath)
+	jsonPath, jf, err := createResults()
 	if err != nil {
 		return err
 	}

@@ -97,11 +97,7 @@ func runScale() error {
 		return err
 	}
 	defer cleanup()
-	if err := os.MkdirAll(*results, 0o755); err != nil {
-		return err
-	}
-	jsonPath := filepath.Join(*results, "results-"+time.Now().UTC().Format("20060102T150405Z")+".jsonl")
-	jf, err := os.Create(jsonPath)
+	jsonPath, jf, err := createResults()
 	if err != nil {
 		return err
 	}

@@ -81,12 +81,9 @@ func driveCount(n int, op func(i int) error) (*load, error) {
 	var l load
 	start := time.Now()
 	for i := range n {
-		t0 := time.Now()
-		if err := op(i); err != nil {
+		if err := l.timed(op, i); err != nil {
 			return nil, err
 		}
-		l.hist.Record(time.Since(t0))
-		l.ops++
 	}
 	l.elapsed = time.Since(start)
 	return &l, nil
@@ -108,13 +105,21 @@ func drivePaced(rate int, d time.Duration, op func(i int) error) (*load, error) 
 		if wait := due - time.Since(start); wait > time.Millisecond {
 			time.Sleep(wait)
 		}
-		t0 := time.Now()
-		if err := op(i); err != nil {
+		if err := l.timed(op, i); err != nil {
 			return nil, err
 		}
-		l.hist.Record(time.Since(t0))
-		l.ops++
 	}
 	l.elapsed = time.Since(start)
 	return &l, nil
+}
+
+// timed calls op(i) and records its latency in l.
+func (l *load) timed(op func(i int) error, i int) error {
+	t0 := time.Now()
+	if err := op(i); err != nil {
+		return err
+	}
+	l.hist.Record(time.Since(t0))
+	l.ops++
+	return nil
 }

@@ -22,9 +22,9 @@ type fetch struct {
 
 // fetchTable copies the largest table of the database at loc into a
 // temporary file of dir twice and returns both costs: first with io.Copy
-// from a section reader (one ranged read, a GET, per 32 KiB buffer), then
+// from a section reader (one ranged read, a GET, per io.Copy buffer), then
 // with one read of the whole object, as storage/diskcache fills its cache
-// for a table under 16 MiB.
+// for a table no larger than its fill chunk.
 func fetchTable(loc, dir string) (copied, whole fetch, err error) {
 	s, err := openStorage(loc)
 	if err != nil {
