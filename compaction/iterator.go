@@ -46,6 +46,8 @@
 package compaction
 
 import (
+	"slices"
+
 	"github.com/mayflydb/mayfly/format"
 )
 
@@ -167,6 +169,7 @@ type Iterator struct {
 	// their values in arena.
 	mrows []format.Row
 	arena []byte
+	fold  foldScratch
 	err   error
 }
 
@@ -465,7 +468,9 @@ func (c *Iterator) mergeKey(held *format.Row) bool {
 		c.mrows[i].Value = c.arena[end-n : end : end]
 		end -= n
 	}
-	rows, err := foldVersions(c.mrows, c.stripe, c.cfg.Bottom, c.cfg.Below, c.cfg.Merger, &c.stats)
+	// A spare slot for the state beneath, which foldVersions may add.
+	c.mrows = slices.Grow(c.mrows, 1)
+	rows, err := foldVersions(c.mrows, c.stripe, c.cfg.Bottom, c.cfg.Below, c.cfg.Merger, &c.stats, &c.fold)
 	if err != nil {
 		c.err = err
 		c.inValid, c.reread = false, false

@@ -2,7 +2,6 @@ package compaction
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/mayflydb/mayfly/format"
 )
@@ -36,11 +35,19 @@ import (
 //   - Rule 7: versions of different stripes are never combined; an older
 //     stripe only tells a newer one which window its operands join.
 
+// foldScratch is the memory foldVersions reuses from one key to the next.
+type foldScratch struct {
+	out []format.Row // the rows returned
+	ops [][]byte     // format.MergeChain's operand list
+}
+
 // foldVersions returns the rows to write for rows, a key's versions newest
 // first (the newest is an operand or a deadline row; the slice holds every
 // version the input has of the key from there down), stripe giving each
-// sequence number's stripe. st counts what it did.
-func foldVersions(rows []format.Row, stripe func(uint64) int, bottom bool, beneath func([]byte) (format.Row, bool, error), m format.Merger, st *Stats) ([]format.Row, error) {
+// sequence number's stripe. st counts what it did. The rows returned live
+// in sc until its next use; foldVersions may write the state beneath into
+// rows' spare capacity (the slot after its last row).
+func foldVersions(rows []format.Row, stripe func(uint64) int, bottom bool, beneath func([]byte) (format.Row, bool, error), m format.Merger, st *Stats, sc *foldScratch) ([]format.Row, error) {
 	// Cut rows into stripes, newest first. A key's versions rarely span
 	// more stripes than the arrays below hold, which then spare the
 	// per-key slices an allocation each.
@@ -82,7 +89,9 @@ func foldVersions(rows []format.Row, stripe func(uint64) int, bottom bool, benea
 			base = format.Row{Key: rows[0].Key, Flags: format.FlagTombstone}
 		}
 		base.Key = rows[0].Key
-		chains[last] = append(slices.Clip(chains[last]), base)
+		// The last group has no base, so its chain is the tail of rows:
+		// the base goes into rows' spare slot, or a copy if there is none.
+		chains[last] = append(chains[last], base)
 		based[last] = true
 	}
 	// The window state beneath each group, oldest first: known when an
@@ -95,7 +104,8 @@ func foldVersions(rows []format.Row, stripe func(uint64) int, bottom bool, benea
 			below[g-1], known[g-1] = format.WindowOf(chains[g], below[g]), true
 		}
 	}
-	var out []format.Row
+	out := sc.out[:0]
+	defer func() { sc.out = out[:0] }()
 	for g, chain := range chains {
 		if len(chain) == 1 && based[g] {
 			out = append(out, chain[0]) // a base alone: nothing to fold
@@ -105,7 +115,10 @@ func foldVersions(rows []format.Row, stripe func(uint64) int, bottom bool, benea
 			if m == nil {
 				return nil, fmt.Errorf("compaction: key %q has merge operands and no merge operator is set", chain[0].Key)
 			}
-			r, ok, err := format.MergeChain(chain, m, nil)
+			if cap(sc.ops) < len(chain) {
+				sc.ops = make([][]byte, 0, 2*len(chain)) // MergeChain's list fits
+			}
+			r, ok, err := format.MergeChain(chain, m, sc.ops)
 			if err != nil {
 				return nil, err
 			}
