@@ -210,11 +210,6 @@ func (v *view) recordKey(loc uint64) []byte {
 	return c[p : p+klen : p+klen]
 }
 
-// trailer returns seq<<8|flags of the record at loc.
-func (v *view) trailer(loc uint64) uint64 {
-	return binary.LittleEndian.Uint64(v.chunk(locChunk(loc))[locOff(loc)+8:])
-}
-
 // row materialises the row of the record at loc.
 func (v *view) row(loc uint64) format.Row {
 	c := v.chunk(locChunk(loc))

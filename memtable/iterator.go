@@ -148,7 +148,7 @@ func (it *iterator) Prev() bool {
 	// walk to the node itself (rows with an equal key that went in before
 	// it come before it).
 	n := it.v.node(it.nd)
-	s := makeSearchKey(it.v.recordKey(n.loc), it.v.trailer(n.loc)>>8)
+	s := makeSearchKey(it.v.recordKey(n.loc), n.seq)
 	var preds [maxHeight]uint64
 	top := it.v.preds(&s, &preds)
 	return it.gather(&preds, top, 0, it.nd)

@@ -10,9 +10,8 @@ import (
 // sequence number descending. A node carries the first 16 bytes of its key
 // inline (big-endian, zero-padded, as k0 and k1) with a key-length hint in
 // its record location, so two keys of at most 16 bytes, or two keys that
-// differ in their first 16 bytes, compare without touching the record. The
-// sequence number stays in the record: only two versions of one key need
-// it to compare.
+// differ in their first 16 bytes, compare without touching the record; the
+// node's copy of the sequence number orders two versions of one key.
 
 // A record location (a node's loc word) packs, from the top bit down:
 //
@@ -96,7 +95,7 @@ func (v *view) cmp(p *node, s *searchKey) int {
 		return c
 	}
 	// Same user key: newer versions first.
-	return cmpUint(s.seq, v.trailer(p.loc)>>8)
+	return cmpUint(s.seq, p.seq)
 }
 
 func cmpUint(a, b uint64) int {

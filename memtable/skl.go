@@ -13,18 +13,19 @@ import (
 // of their own (arena.go). A node is 8-byte aligned (every allocation in a
 // node chunk is a multiple of 8 bytes, and chunks are page aligned):
 //
-//	+---------+---------+---------+------------+-----+----------------+
-//	| k0 u64  | k1 u64  | loc u64 | next[0] u64| ... | next[h-1] u64  |
-//	+---------+---------+---------+------------+-----+----------------+
+//	+--------+--------+---------+---------+------------+-----+---------------+
+//	| k0 u64 | k1 u64 | loc u64 | seq u64 | next[0] u64| ... | next[h-1] u64 |
+//	+--------+--------+---------+---------+------------+-----+---------------+
 //
-// k0 and k1 are the key's first 16 bytes and loc locates its record (see
-// keys.go); next[l] is the node reference (see makeRef) of the following
+// k0 and k1 are the key's first 16 bytes, loc locates its record (see
+// keys.go) and seq is the row's sequence number, so that versions of one
+// key compare without touching their records; next[l] is the node reference (see makeRef) of the following
 // node at level l, 0 at the end. h, the node's height, is drawn at random
 // with P(h > k) = 4^-k, capped at maxHeight. Being aligned, the next words
 // are updated with atomic operations on the arena memory.
 // The list's head is a node of maxHeight levels on the Go heap (headNode).
 //
-// Nodes are never removed or moved, and k0, k1, loc and the record are
+// Nodes are never removed or moved, and k0, k1, loc, seq and the record are
 // written before the node is published, so they never change once seen.
 // Insertion links a node bottom-up, each level with one compare-and-swap of
 // its predecessor's next word from the successor the node's own next word
@@ -46,7 +47,7 @@ import (
 // not greater than its key, so the one inserted first sorts first, and
 // Get finds it.
 type node struct {
-	k0, k1, loc uint64
+	k0, k1, loc, seq uint64
 	// next words follow: see nextWord.
 }
 
@@ -141,7 +142,7 @@ func (m *Memtable) insert(v *view, sp *splice, r *format.Row) int64 {
 	loc := makeLoc(rc, roff, len(r.Key))
 	n := v.node(ref)
 	n.k0, n.k1 = inline(r.Key)
-	n.loc = loc
+	n.loc, n.seq = loc, r.Seq
 	s := searchKey{k0: n.k0, k1: n.k1, key: r.Key, seq: r.Seq}
 	v.link(sp, ref, n, h, &s)
 	return int64(ns + rl)
