@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -83,6 +84,11 @@ type DB struct {
 	queue      []*commitWaiter
 	spareQueue []*commitWaiter
 	leading    bool
+	// committers counts the calls inside commit and procs is GOMAXPROCS
+	// at Open: a waiter spins on its processor only while every committer
+	// can have one (commitWaiter.await).
+	committers atomic.Int32
+	procs      int32
 	pub        publishQueue
 	logWriter  *wal.Writer
 	logNum     uint64
@@ -155,6 +161,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	db := &DB{
 		opts:      o,
+		procs:     int32(runtime.GOMAXPROCS(0)),
 		log:       o.Logger,
 		snapshots: make(map[*Snapshot]struct{}),
 		flushKick: make(chan struct{}, 1),

@@ -28,10 +28,25 @@ type commitWaiter struct {
 	// mem or failed to go in (publishQueue.applied); err is then its
 	// outcome.
 	applied bool
+	// claim is last while the logged batch waits for whoever applies it:
+	// its writer, or its group's leader helping (applyHelped); the one
+	// whose compare-and-swap to 0 succeeds applies it. Sequence numbers
+	// are never reused, so a stale claim on a recycled waiter fails.
+	claim atomic.Uint64
+	// helps, on a leader's waiter, lists the members of its group it
+	// released to apply their batches, each with its batch's last
+	// sequence number (its claim).
+	helps []helpRef
 	// state is how the waiter learns what to do next (waiterWaiting until
 	// it is released); wake carries a release to a parked waiter.
 	state atomic.Uint32
 	wake  chan struct{}
+}
+
+// helpRef names a logged batch a leader may apply for its writer.
+type helpRef struct {
+	w    *commitWaiter
+	last uint64
 }
 
 // The states of a commitWaiter.
@@ -51,9 +66,41 @@ const (
 // once.
 const commitSpins = 64
 
+// activeSpins is how many times a waiter checks its state without giving
+// up its processor (spinPause between checks, a few microseconds in all)
+// before it yields, when active spinning is allowed. A yielded goroutine
+// goes to the scheduler's global queue, which processors busy with other
+// goroutines (readers, say) look at only when those block or are preempted,
+// up to milliseconds later; a leader that releases the waiter within the
+// spin spares it that wait. Spinning only helps while what the waiter waits
+// for runs on another processor, so commit allows it only while the
+// committers fit on the processors (DB.committers).
+const activeSpins = 300
+
+// spinPause burns a few nanoseconds between two checks of an active spin,
+// touching no shared memory; the caller passes 30 and ignores the sum.
+//
+//go:noinline
+func spinPause(n int) int {
+	x := 0
+	for i := range n {
+		x += i
+	}
+	return x
+}
+
 // await blocks until w is released and returns the state it was released
-// with; spin yields first (see commitSpins).
-func (w *commitWaiter) await(spin bool) uint32 {
+// with; spin yields first (see commitSpins), after checking activeSpins
+// times without yielding if active.
+func (w *commitWaiter) await(spin, active bool) uint32 {
+	if spin && active {
+		for range activeSpins {
+			if s := w.state.Load(); s != waiterWaiting {
+				return s
+			}
+			spinPause(30)
+		}
+	}
 	if spin {
 		for range commitSpins {
 			if s := w.state.Load(); s != waiterWaiting {
@@ -160,36 +207,72 @@ func (db *DB) commit(b *Batch, sync bool) error {
 	}
 	w := waiterPool.Get().(*commitWaiter)
 	w.batch, w.sync, w.done, w.err, w.mem, w.last, w.applied = b, sync, false, nil, nil, 0, false
+	w.claim.Store(0)
 	w.state.Store(waiterWaiting)
 	defer func() {
 		w.batch, w.err, w.mem = nil, nil, nil
 		waiterPool.Put(w) // no group or queue refers to w once commit returns
 	}()
+	active := db.committers.Add(1) <= db.procs
+	defer db.committers.Add(-1)
 	db.queueMu.Lock()
 	db.queue = append(db.queue, w)
 	lead := !db.leading
 	db.leading = true
 	db.queueMu.Unlock()
-	if lead || w.await(!sync) == waiterLead {
+	if lead || w.await(!sync, active) == waiterLead {
 		db.leadGroup(w)
 	}
 	if w.done {
+		db.applyHelped(w) // members of its group may have been logged
 		return w.err
 	}
 	return db.applyLogged(w)
 }
 
-// applyLogged applies the logged batch of w to its memtable, reports it
-// applied and returns its outcome once it is published (or failed).
+// applyLogged applies the logged batch of w to its memtable unless its
+// group's leader did, reports it applied, applies the batches of its own
+// group's members that have not started theirs (w.helps, when w led), and
+// returns w's outcome once it is published (or failed).
+//
+// Why the leader helps: a member is released to apply once its batch is
+// logged, but on a busy machine it may wait milliseconds for a processor,
+// and every later batch waits for its publication; the leader is running
+// and applies it at once instead.
 func (db *DB) applyLogged(w *commitWaiter) error {
-	var err error
-	if aerr := w.mem.ApplyBatch(w.batch.data); aerr != nil {
-		err = db.setBackgroundError(fmt.Errorf("memtable apply: %w", aerr))
+	if w.claim.CompareAndSwap(w.last, 0) {
+		err := db.applyOne(w)
+		// Nothing else touches w's state until it is applied: only the
+		// claim's winner reports it.
+		w.state.Store(waiterWaiting)
+		db.pub.applied(w, err, &db.visibleSeq, &db.metrics)
+	} else if !w.state.CompareAndSwap(waiterApply, waiterWaiting) {
+		// The leader applied it, and published it (waiterFinished).
+		return w.err
 	}
-	w.state.Store(waiterWaiting) // nothing else touches w until it is applied
-	db.pub.applied(w, err, &db.visibleSeq, &db.metrics)
-	w.await(true)
+	db.applyHelped(w)
+	w.await(true, db.committers.Load() <= db.procs)
 	return w.err
+}
+
+// applyOne inserts w's batch into its memtable.
+func (db *DB) applyOne(w *commitWaiter) error {
+	if err := w.mem.ApplyBatch(w.batch.data); err != nil {
+		return db.setBackgroundError(fmt.Errorf("memtable apply: %w", err))
+	}
+	return nil
+}
+
+// applyHelped applies the batches of w.helps whose writers have not
+// claimed them yet, and empties the list.
+func (db *DB) applyHelped(w *commitWaiter) {
+	for i, h := range w.helps {
+		if h.w.claim.CompareAndSwap(h.last, 0) {
+			db.pub.applied(h.w, db.applyOne(h.w), &db.visibleSeq, &db.metrics)
+		}
+		w.helps[i] = helpRef{}
+	}
+	w.helps = w.helps[:0]
 }
 
 // leadGroup commits the queued batches, the leader's own w among them, as
@@ -229,6 +312,7 @@ func (db *DB) leadGroup(w *commitWaiter) {
 		if g.done {
 			g.release(waiterFinished)
 		} else {
+			w.helps = append(w.helps, helpRef{g, g.last})
 			g.release(waiterApply)
 		}
 	}
@@ -286,6 +370,7 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 		buf = wal.AppendRecord(buf, g.batch.data)
 		seq += uint64(g.batch.count)
 		g.last = seq - 1
+		g.claim.Store(g.last) // before g is released (applyLogged)
 		needSync = needSync || g.sync
 		logged++
 	}

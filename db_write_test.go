@@ -280,6 +280,42 @@ func TestRotationWaitsForLoggedBatches(t *testing.T) {
 	mustGet(t, db, "k", "v")
 }
 
+// TestLeaderAppliesUnstartedMembers: a leader whose group holds a member
+// that has not started its apply (its goroutine waits for a processor)
+// applies and publishes that member's batch itself, so that batches logged
+// after it do not wait for the member's goroutine; the member, when it
+// runs, finds its batch published and applies nothing twice.
+func TestLeaderAppliesUnstartedMembers(t *testing.T) {
+	dir, clk := t.TempDir(), clock.NewManual(epoch)
+	db := openTestDB(t, dir, clk, nil)
+	group := make([]*commitWaiter, 2)
+	for i := range group {
+		b := db.NewBatch()
+		defer b.Close()
+		must(t, b.Put(fmt.Appendf(nil, "k%d", i), []byte("v")))
+		group[i] = &commitWaiter{batch: b, wake: make(chan struct{}, 1)}
+	}
+	leader, member := group[0], group[1]
+	db.commitMu.Lock()
+	err := db.commitGroup(group)
+	db.commitMu.Unlock()
+	must(t, err)
+	// What leadGroup does for a member logged in its group.
+	leader.helps = append(leader.helps, helpRef{member, member.last})
+	member.release(waiterApply)
+	must(t, db.applyLogged(leader))
+	if got := db.visibleSeq.Load(); got != member.last {
+		t.Fatalf("visible sequence %d, want the member's last %d", got, member.last)
+	}
+	mustGet(t, db, "k1", "v")
+	rows := db.Metrics().RowsWritten
+	must(t, db.applyLogged(member)) // the member's goroutine runs at last
+	if got := db.Metrics().RowsWritten; got != rows {
+		t.Fatalf("rows written %d after the member ran, want %d", got, rows)
+	}
+	must(t, db.Close())
+}
+
 // TestConditionSeesUnappliedBatches races a blind Put and a PutIfAbsent on
 // each key. Whatever the order, the blind value must be the one left: the
 // conditional write either commits first (and the Put overwrites it) or
