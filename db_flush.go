@@ -307,6 +307,8 @@ func (db *DB) writeTables(ci *compaction.Iterator, splitAt int64) ([]*tableFile,
 	db.metrics.expiredToTombstone.Add(s.ExpiredToTombstone)
 	db.metrics.expiredDropped.Add(s.ExpiredDropped)
 	db.metrics.tombstonesDropped.Add(s.TombstonesDropped)
+	db.metrics.mergesFolded.Add(s.MergesFolded)
+	db.metrics.operandsCombined.Add(s.OperandsCombined)
 	return out, nil
 }
 

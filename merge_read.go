@@ -86,9 +86,11 @@ func (c *mergeChain) resolve(key []byte, m format.Merger) (format.Row, bool, err
 // row's value is the caller's, or the cache's (never to be modified).
 // newest is the sequence number of the newest version visible at seq.
 func (db *DB) findMerged(rs *readState, key []byte, seq, newest uint64) (format.Row, sstable.BlockRef, bool, error) {
+	db.metrics.mergeReads.Add(1)
 	cached := db.mergeCache.get(key)
 	if cached != nil && newest == cached.seq {
 		// Nothing newer than the remembered state: it is the answer.
+		db.metrics.mergeCacheHits.Add(1)
 		return cached.row(), sstable.BlockRef{}, cached.live, nil
 	}
 	c := chainPool.Get().(*mergeChain)

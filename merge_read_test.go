@@ -2,6 +2,7 @@ package mayfly
 
 import (
 	"testing"
+	"time"
 
 	"github.com/mayflydb/mayfly/clock"
 	"github.com/mayflydb/mayfly/format"
@@ -74,5 +75,32 @@ func TestMergeIteratorFoldedTwinBackward(t *testing.T) {
 	}
 	if n, _ := DecodeInt64(it.valueBuf); n != 45 {
 		t.Fatalf("resolved to %d, want 45", n)
+	}
+}
+
+// TestMergeMetrics: point reads of a key holding operands count as merge
+// reads, a repeat read of an unchanged counter as a cache hit, and a flush
+// that folds a key's operands into one row counts one fold; reads of plain
+// rows count nothing.
+func TestMergeMetrics(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openCounterDB(t, t.TempDir(), clk)
+	defer db.Close()
+	must(t, db.Put([]byte("plain"), []byte("v")))
+	for range 3 {
+		addBlind(t, db, "c", 1, ExpireAfter(time.Minute))
+	}
+	addBlind(t, db, "d", 1, ExpireAfter(time.Minute))
+	mustGet(t, db, "plain", "v")
+	wantCounter(t, db, "c", 3, epoch.Add(time.Minute)) // a read and a cached state
+	m := db.Metrics()
+	// wantCounter reads c twice (Get, ExpireTime): the second finds the
+	// state the first cached.
+	if m.MergeReads != 2 || m.MergeCacheHits != 1 {
+		t.Fatalf("merge reads %d, cache hits %d; want 2 and 1", m.MergeReads, m.MergeCacheHits)
+	}
+	must(t, db.Flush())
+	if got := db.Metrics().MergesFolded; got != 2 {
+		t.Fatalf("merges folded by the flush: %d, want 2 (c and d)", got)
 	}
 }

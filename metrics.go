@@ -33,6 +33,8 @@ type metricsCounters struct {
 	filterRemoved, filterChanged           atomic.Uint64
 	compactionsByKind                      [8]atomic.Uint64
 	followRefreshes                        atomic.Uint64
+	mergesFolded, operandsCombined         atomic.Uint64
+	mergeReads, mergeCacheHits             atomic.Uint64
 }
 
 // LevelMetrics describes one level of the tree.
@@ -131,6 +133,15 @@ type Metrics struct {
 	// L0SlowdownWritesThreshold; WriteSlowdownTime the time they waited.
 	WriteSlowdowns    uint64
 	WriteSlowdownTime time.Duration
+	// MergesFolded counts the keys whose merge operands a flush or
+	// compaction folded, with the state beneath them, into one value row
+	// (or a tombstone); MergeOperandsCombined the operands it combined
+	// into an older operand of the same window instead (RFC 0010).
+	MergesFolded, MergeOperandsCombined uint64
+	// MergeReads counts point reads (Get and the calls built on it) that
+	// resolved a key holding merge operands; MergeCacheHits those the
+	// resolved-counter cache answered without reading the operands.
+	MergeReads, MergeCacheHits uint64
 	// RunningCompactions is the number of compactions in progress.
 	RunningCompactions int
 	// FollowRefreshes counts the times a follower loaded a newer view.
@@ -197,7 +208,9 @@ func (db *DB) Metrics() Metrics {
 		FilterRemoved: c.filterRemoved.Load(), FilterChanged: c.filterChanged.Load(),
 		CompactionsByKind: make(map[string]uint64),
 		FollowRefreshes:   c.followRefreshes.Load(),
-		Memory:            MemoryUsage(),
+		MergesFolded:      c.mergesFolded.Load(), MergeOperandsCombined: c.operandsCombined.Load(),
+		MergeReads: c.mergeReads.Load(), MergeCacheHits: c.mergeCacheHits.Load(),
+		Memory: MemoryUsage(),
 	}
 	if oc := db.objectCache; oc != nil {
 		m.ObjectCacheHits, m.ObjectCacheMisses, m.ObjectCacheBytes = oc.Metrics()
