@@ -31,12 +31,13 @@ import (
 // readers alias them, until the memtable's last reference is dropped (Unref)
 // and every chunk is freed or pooled.
 
-// arenaChunk is the size of each shared arena chunk. Chunks are resident
-// in full (NewResident), so the unused end of a memtable's last record
-// chunk, and of its last node chunk, is resident memory that holds
-// nothing: up to a chunk each, per live memtable. 256 KiB keeps that slack
-// near 1 MiB across the two memtables of a fill, while a fresh chunk's mmap
-// still amortises over 64 pages and offsets still fit a location's 20 bits
+// arenaChunk is the size of each shared arena chunk. A fresh chunk's pages
+// become resident as they are first written, a recycled chunk's are
+// resident in full, so the unused end of a memtable's last record chunk,
+// and of its last node chunk, may be resident memory that holds nothing: up
+// to a chunk each, per live memtable. 256 KiB keeps that slack near 1 MiB
+// across the two memtables of a fill, while a fresh chunk's mmap still
+// amortises over 64 pages and offsets still fit a location's 20 bits
 // (keys.go; RFC 0003, "Chunk size").
 const arenaChunk = 256 << 10
 
@@ -73,8 +74,13 @@ func ArenaBytes() int64 {
 }
 
 // newChunk returns n freshly mapped arena bytes, counted under purpose p.
+// Their pages are not populated up front (no MAP_POPULATE): populating
+// makes the mmap a system call of tens of microseconds, long enough for the
+// Go scheduler to hand the writer's processor away, and a busy machine then
+// gives it back milliseconds later; a page fault at the first write keeps
+// the processor (RFC 0003, "Chunk recycling").
 func newChunk(p manual.Purpose, n int) []byte {
-	return manual.NewResidentFor(p, n)
+	return manual.NewFor(p, n)
 }
 
 // The arena's chunks as readers see them. Writers append a chunk under

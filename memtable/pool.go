@@ -10,8 +10,8 @@ import (
 // Pool recycles arena chunks between the memtables of one database.
 //
 // Without it every memtable maps its chunks fresh (internal/manual: mmap,
-// with the pages allocated and zeroed by the kernel up front) on the commit
-// leader's goroutine, and its last Unref unmaps them again on whichever
+// the kernel then allocating and zeroing each page at its first write) on
+// the committing writer's goroutine, and its last Unref unmaps them again on whichever
 // goroutine lets go (usually the flush). The smaller the memtables, the more
 // often both are paid. A memtable made with NewPooled instead takes chunks
 // from its pool first, and its last Unref hands full-size chunks back.

@@ -24,28 +24,17 @@ var (
 // New returns a zeroed buffer of n bytes (len and cap n) outside the Go heap.
 // n must be positive. The buffer must be released with Free. New panics if the
 // operating system refuses the memory, as a failed make would.
-func New(n int) []byte { return newBuffer(PurposeOther, n, false) }
+func New(n int) []byte { return newBuffer(PurposeOther, n) }
 
 // NewFor is New for a buffer counted under purpose p; free it with FreeFor
 // and the same purpose.
-func NewFor(p Purpose, n int) []byte { return newBuffer(p, n, false) }
+func NewFor(p Purpose, n int) []byte { return newBuffer(p, n) }
 
-// NewResident is New for a buffer the caller is about to write whole (a
-// memtable arena chunk): its pages are made resident when it is mapped (on
-// Linux, MAP_POPULATE: one system call allocates and zeroes them all) rather
-// than by one page-fault trap per 4 KiB page at the first write. A buffer
-// that may stay partly untouched should come from New, whose untouched pages
-// take no memory.
-func NewResident(n int) []byte { return newBuffer(PurposeOther, n, true) }
-
-// NewResidentFor is NewResident for a buffer counted under purpose p.
-func NewResidentFor(p Purpose, n int) []byte { return newBuffer(p, n, true) }
-
-func newBuffer(p Purpose, n int, resident bool) []byte {
+func newBuffer(p Purpose, n int) []byte {
 	if n <= 0 {
 		panic("manual: New of a non-positive size")
 	}
-	b := alloc(n, resident)
+	b := alloc(n)
 	allocated.Add(int64(cap(b)))
 	buffers.Add(1)
 	purposeBytes[p].Add(int64(cap(b)))

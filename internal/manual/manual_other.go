@@ -2,6 +2,6 @@
 
 package manual
 
-func alloc(n int, _ bool) []byte { return make([]byte, n) }
+func alloc(n int) []byte { return make([]byte, n) }
 
 func free([]byte) {}

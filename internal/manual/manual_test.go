@@ -5,12 +5,8 @@ import "testing"
 func TestNewFree(t *testing.T) {
 	b0, n0 := Allocated()
 	bufs := make([][]byte, 0, 8)
-	for i, n := range []int{1, 4096, 4097, 1 << 20} {
-		alloc := New
-		if i%2 == 1 {
-			alloc = NewResident
-		}
-		b := alloc(n)
+	for _, n := range []int{1, 4096, 4097, 1 << 20} {
+		b := New(n)
 		if len(b) != n || cap(b) != n {
 			t.Fatalf("New(%d): len %d cap %d", n, len(b), cap(b))
 		}
@@ -47,7 +43,7 @@ func TestPurposeCounters(t *testing.T) {
 	p0 := PurposeBytes()
 	b0, _ := Allocated()
 	x := NewFor(PurposeWAL, 8192)
-	y := NewResidentFor(PurposeMemtableArena, 4096)
+	y := NewFor(PurposeMemtableArena, 4096)
 	z := New(4096)
 	p := PurposeBytes()
 	if p[PurposeWAL]-p0[PurposeWAL] != 8192 || p[PurposeMemtableArena]-p0[PurposeMemtableArena] != 4096 || p[PurposeOther]-p0[PurposeOther] != 4096 {

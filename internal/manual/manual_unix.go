@@ -7,12 +7,8 @@ import (
 	"syscall"
 )
 
-func alloc(n int, populate bool) []byte {
-	flags := syscall.MAP_ANON | syscall.MAP_PRIVATE
-	if populate {
-		flags |= mapPopulate
-	}
-	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, flags)
+func alloc(n int) []byte {
+	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {
 		panic(fmt.Sprintf("manual: mmap of %d bytes: %v", n, err))
 	}
