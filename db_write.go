@@ -37,6 +37,8 @@ type commitWaiter struct {
 	// released to apply their batches, each with its batch's last
 	// sequence number (its claim).
 	helps []helpRef
+	// alone is the group of one commitAlone logs: w itself.
+	alone [1]*commitWaiter
 	// state is how the waiter learns what to do next (waiterWaiting until
 	// it is released); wake carries a release to a parked waiter.
 	state atomic.Uint32
@@ -190,7 +192,8 @@ func releaseBatch(b *Batch) {
 }
 
 // commit writes b to the WAL and the memtable and returns once its rows are
-// visible. Concurrent callers form groups: a caller that finds no leader
+// visible. An unsynced batch without conditions is logged by its own writer
+// (commitAlone). Other concurrent callers form groups: a caller that finds no leader
 // becomes it, takes commitMu, stamps and logs every queued batch with one
 // WAL write and at most one fsync, and pushes the logged ones onto the
 // publish queue (db_write_publish.go). It then releases commitMu, promotes
@@ -215,6 +218,9 @@ func (db *DB) commit(b *Batch, sync bool) error {
 	}()
 	active := db.committers.Add(1) <= db.procs
 	defer db.committers.Add(-1)
+	if !sync && len(b.cond.list) == 0 {
+		return db.commitAlone(w)
+	}
 	db.queueMu.Lock()
 	db.queue = append(db.queue, w)
 	lead := !db.leading
