@@ -239,18 +239,9 @@ func (o *condOverlay) admit(b *Batch, feedAll bool) error {
 					return err
 				}
 			}
-			if !bc.kind.holds(s, &r, c.arg(bc)) {
+			if err := c.judge(bc, s, &r); err != nil {
 				o.rollback()
-				if c.quiet {
-					return ErrConditionFailed
-				}
-				return fmt.Errorf("%w: entry %d (%s), key %q", ErrConditionFailed, i, bc.kind, r.Key)
-			}
-			if bc.capture {
-				c.got = append(c.got[:0], s.value...)
-			}
-			if bc.kind == condCounter {
-				c.counter = operandWindow(s, &r)
+				return err
 			}
 		}
 		if i < feedTo {
@@ -261,6 +252,26 @@ func (o *condOverlay) admit(b *Batch, feedAll bool) error {
 			}
 			o.set(r.Key, s)
 		}
+	}
+	return nil
+}
+
+// judge evaluates condition bc of c on entry r (stamped) when r's key is in
+// state s at the commit time: if it holds, it captures the value and the
+// counter window as bc asks; else it returns an error wrapping
+// ErrConditionFailed (the bare sentinel if c.quiet).
+func (c *batchConds) judge(bc *batchCond, s keyState, r *format.Row) error {
+	if !bc.kind.holds(s, r, c.arg(bc)) {
+		if c.quiet {
+			return ErrConditionFailed
+		}
+		return fmt.Errorf("%w: entry %d (%s), key %q", ErrConditionFailed, bc.entry, bc.kind, r.Key)
+	}
+	if bc.capture {
+		c.got = append(c.got[:0], s.value...)
+	}
+	if bc.kind == condCounter {
+		c.counter = operandWindow(s, r)
 	}
 	return nil
 }

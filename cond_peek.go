@@ -1,6 +1,8 @@
 package mayfly
 
 import (
+	"fmt"
+
 	"github.com/mayflydb/mayfly/format"
 )
 
@@ -15,11 +17,16 @@ import (
 //     linearized at the read.
 //   - Otherwise the read travels with the batch (condPeek). The leader, under
 //     commitMu, uses it instead of looking the key up again when nothing can
-//     have changed the key since: the active memtable is the one the read
+//     have changed the key since. It proves that first from the table of
+//     recent writes (cond_recent.go), without waiting for earlier batches
+//     to be applied; if every conditional batch of its group is proven so,
+//     the group goes through the pipeline as a blind one does
+//     (commitGroup). Otherwise, once every earlier batch is applied, it
+//     proves it from the memtable: the active memtable is the one the read
 //     saw (every write after the read went there) and holds no version of
-//     the key newer than the read's sequence number. Only the expiry is
-//     judged again, at the commit time. Otherwise the leader looks the key up
-//     as usual.
+//     the key newer than the read's sequence number (peeked). Only the
+//     expiry is judged again, at the commit time. Failing both, the leader
+//     looks the key up as usual.
 
 // condPeek is the state of a single-key conditional call's key read before
 // the pipeline.
@@ -27,16 +34,21 @@ type condPeek struct {
 	ok     bool     // st is valid for this commit attempt
 	seq    uint64   // the visible sequence number the read saw
 	logNum uint64   // the WAL segment number of the active memtable then
+	slot   uint32   // the key's slot in the table of recent writes
 	st     keyState // value aliases buf
 	buf    []byte
 }
 
 // peekKey reads key's state into p as of now, after the read (so it may
 // take effect after every write the read saw), copying the value only if
-// withValue.
+// withValue. It turns the table of recent writes on first (cond_recent.go):
+// the read must come after every batch the table does not hold.
 func (db *DB) peekKey(key []byte, withValue bool, p *condPeek) error {
 	p.ok = false
 	if err := checkReadKey(key); err != nil {
+		return err
+	}
+	if err := db.enableRecentWrites(); err != nil {
 		return err
 	}
 	rs, seq, err := db.loadReadStateSeq()
@@ -62,8 +74,36 @@ func (db *DB) peekKey(key []byte, withValue bool, p *condPeek) error {
 			}
 		}
 	}
-	p.ok, p.seq, p.logNum = true, seq, rs.mem.LogNum()
+	p.ok, p.seq, p.logNum, p.slot = true, seq, rs.mem.LogNum(), recentSlot(key)
 	return nil
+}
+
+// state returns the state p read, judged at the commit time now.
+func (p *condPeek) state(now int64) keyState {
+	s := p.st
+	if s.live && s.expires && s.deadline < now {
+		s = keyState{}
+	}
+	return s
+}
+
+// admitPeeked evaluates the condition of b, a single-key call whose peek
+// recentWrites.peekProof proved current, on the peek's state at the commit
+// time. It neither reads nor feeds the overlay: in a group whose every
+// conditional batch is proven so, no condition looks at a key written
+// earlier in the group (that write raised the key's slot past the peek).
+func (o *condOverlay) admitPeeked(b *Batch) error {
+	c := &b.cond
+	c.got = c.got[:0]
+	br, err := format.NewBatchReader(b.data)
+	if err != nil {
+		return err
+	}
+	var r format.Row
+	if ok, err := br.Next(&r); !ok || err != nil {
+		return fmt.Errorf("batch entry 0 of %d: %w", b.count, cmpOr(err, ErrCorruption))
+	}
+	return c.judge(&c.list[0], c.peek.state(o.now), &r)
 }
 
 // peeked returns the state key has at the commit time now if p still
@@ -85,11 +125,7 @@ func (o *condOverlay) peeked(p *condPeek, key []byte) (keyState, bool) {
 	if r, found := m.Get(key, format.MaxSeq); found && r.Seq > p.seq {
 		return keyState{}, false
 	}
-	s := p.st
-	if s.live && s.expires && s.deadline < o.now {
-		s = keyState{}
-	}
-	return s, true
+	return p.state(o.now), true
 }
 
 // writeCondOn writes the single-key conditional batch b on key, whose

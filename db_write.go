@@ -182,6 +182,9 @@ func (db *DB) commit(b *Batch, sync bool) error {
 // applyLogged applies the logged batch of w to its memtable, reports it
 // applied and returns its outcome once it is published (or failed).
 func (db *DB) applyLogged(w *commitWaiter) error {
+	if db.pub.beforeApply != nil {
+		db.pub.beforeApply(w.batch)
+	}
 	var err error
 	if aerr := w.mem.ApplyBatch(w.batch.data); aerr != nil {
 		err = db.setBackgroundError(fmt.Errorf("memtable apply: %w", aerr))
@@ -243,9 +246,20 @@ func (db *DB) leadGroup(w *commitWaiter) {
 // commitGroup is run by the leader with commitMu held: it makes room, stamps
 // the group's batches, evaluates their conditions and logs those that hold.
 // Each logged waiter gets its memtable and sequence range and is pushed onto
-// the publish queue, or, in a group with conditions, is applied, published
-// and done; a waiter whose batch failed alone is done with its error; on a
-// returned error nothing was logged.
+// the publish queue, or, in a group with conditions not proven by their
+// peeks, is applied, published and done; a waiter whose batch failed alone
+// is done with its error; on a returned error nothing was logged.
+//
+// A group with conditions takes one of two paths (RFC 0009, "Single-key
+// calls"). If the table of recent writes proves every conditional batch's
+// peek current (recentWrites.peekProof), the conditions are evaluated on
+// the peeks and the group is pushed like a blind one: nothing waits for
+// earlier batches to be applied. Otherwise the leader first waits until
+// every batch logged before the group is applied and visible, evaluates the
+// conditions against the latest state and applies the group itself
+// (applyGroup). A proof can still fail within the group (an earlier batch
+// of the group writes the key's slot): the group is then stamped again on
+// the draining path.
 func (db *DB) commitGroup(group []*commitWaiter) error {
 	groupBytes := 0
 	for _, g := range group {
@@ -255,47 +269,30 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 		return err
 	}
 	lastCond := lastConditional(group)
-	if lastCond >= 0 {
-		// Conditions see the latest committed state: every batch logged
-		// before this group must be in the memtable and visible first.
-		if err := db.pub.wait(); err != nil {
-			return err
+	proven := lastCond >= 0 && db.recent.provable(group[:lastCond+1], db.mem.LogNum())
+	st, ok, err := db.stampGroup(group, lastCond, proven)
+	if !ok {
+		for _, g := range group {
+			g.done, g.err = false, nil
 		}
+		proven = false
+		st, _, err = db.stampGroup(group, lastCond, false)
 	}
-	now := db.clock.NowMillis()
-	seq := db.lastSeq + 1
-	buf := db.walBuf[:0]
-	needSync := false
-	logged := 0 // waiters still !done after stamping are the ones logged
-	if lastCond >= 0 {
-		db.condOv.begin(db, now)
+	switch {
+	case lastCond < 0:
+	case proven:
+		db.metrics.condGroupsProven.Add(1)
+	default:
+		db.metrics.condGroupsDrained.Add(1)
 	}
-	for i, g := range group {
-		if err := g.batch.stamp(seq, now); err != nil {
-			g.done, g.err = true, err
-			continue
-		}
-		// Conditions are evaluated in commit order, after stamping; a batch
-		// whose condition fails is not logged (cond_eval.go).
-		if i <= lastCond {
-			if err := db.condOv.admit(g.batch, i < lastCond); err != nil {
-				g.done, g.err = true, err
-				continue
-			}
-		}
-		buf = wal.AppendRecord(buf, g.batch.data)
-		seq += uint64(g.batch.count)
-		g.last = seq - 1
-		needSync = needSync || g.sync
-		logged++
-	}
-	if cap(buf) <= 4<<20 {
+	buf := st.buf
+	if buf != nil && cap(buf) <= 4<<20 {
 		db.walBuf = buf[:0]
 	}
-	if logged == 0 {
-		return nil
+	if err != nil || len(buf) == 0 {
+		return err
 	}
-	if needSync {
+	if st.sync {
 		// Written and synced from this goroutine: one write and one sync,
 		// no hand-off to the WAL's flusher.
 		if err := db.logWriter.WriteSync(buf); err != nil {
@@ -311,8 +308,8 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 		return db.setBackgroundError(fmt.Errorf("WAL write: %w", err))
 	}
 	db.metrics.walBytes.Add(uint64(len(buf)))
-	db.lastSeq = seq - 1
-	if lastCond >= 0 {
+	db.lastSeq = st.next - 1
+	if lastCond >= 0 && !proven {
 		db.applyGroup(group, db.lastSeq)
 		return nil
 	}
@@ -328,6 +325,72 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 	}
 	db.pub.push(ws)
 	return nil
+}
+
+// stampGroup stamps the batches of group from sequence number lastSeq+1,
+// evaluates the conditions of group[:lastCond+1] in commit order, records
+// each batch that is to be logged in the table of recent writes and
+// returns them stamped (stampedGroup). A batch whose stamp or condition fails is done with its error. If proven,
+// each condition is evaluated on its batch's peek, which must still be
+// proven current (recentWrites.peekProof); if one is not, stampGroup
+// returns ok false having logged nothing, and the group must be stamped
+// again with proven false. Otherwise it first waits until every batch
+// logged before the group is applied and visible.
+func (db *DB) stampGroup(group []*commitWaiter, lastCond int, proven bool) (st stampedGroup, ok bool, err error) {
+	if lastCond >= 0 && !proven {
+		// Conditions see the latest committed state: every batch logged
+		// before this group must be in the memtable and visible first.
+		if err := db.pub.wait(); err != nil {
+			return st, true, err
+		}
+	}
+	now := db.clock.NowMillis()
+	seq := db.lastSeq + 1
+	buf := db.walBuf[:0]
+	if lastCond >= 0 {
+		db.condOv.begin(db, now)
+	}
+	logNum := db.mem.LogNum()
+	for i, g := range group {
+		if err := g.batch.stamp(seq, now); err != nil {
+			g.done, g.err = true, err
+			continue
+		}
+		// Conditions are evaluated in commit order, after stamping; a batch
+		// whose condition fails is not logged (cond_eval.go).
+		if i <= lastCond {
+			var err error
+			switch {
+			case !proven:
+				err = db.condOv.admit(g.batch, i < lastCond)
+			case len(g.batch.cond.list) == 0:
+			case !db.recent.peekProof(g.batch, logNum):
+				return stampedGroup{buf: buf}, false, nil
+			default:
+				err = db.condOv.admitPeeked(g.batch)
+			}
+			if err != nil {
+				g.done, g.err = true, err
+				continue
+			}
+		}
+		buf = wal.AppendRecord(buf, g.batch.data)
+		seq += uint64(g.batch.count)
+		g.last = seq - 1
+		db.recent.note(g.batch.data, g.last)
+		st.sync = st.sync || g.sync
+	}
+	st.buf, st.next = buf, seq
+	return st, true, nil
+}
+
+// stampedGroup is what stampGroup made of a group: the WAL records of the
+// batches to log (empty if none), whether one of them asks for a sync, and
+// the sequence number after them.
+type stampedGroup struct {
+	buf  []byte
+	sync bool
+	next uint64
 }
 
 // applyGroup applies the logged batches of a group with conditions from the

@@ -39,6 +39,11 @@ type publishQueue struct {
 	// channel.
 	drain   chan struct{}
 	drainCh chan struct{}
+	// Test hooks, nil outside tests and set before the database is used:
+	// beforeApply runs in a writer before it applies its logged batch,
+	// beforeDrain in wait before it blocks until the queue is empty.
+	beforeApply func(*Batch)
+	beforeDrain func()
 }
 
 // minQueueCompact is the smallest head offset at which push moves the
@@ -124,6 +129,9 @@ func (q *publishQueue) wait() error {
 	}
 	q.drain = q.drainCh
 	q.mu.Unlock()
+	if q.beforeDrain != nil {
+		q.beforeDrain()
+	}
 	<-q.drainCh
 	q.mu.Lock()
 	err := q.err
