@@ -51,8 +51,11 @@ func TestRecentWritesNote(t *testing.T) {
 }
 
 // blockedApply arranges that the next batch applied by its writer on db
-// with a row of key blocks, once logged, until released; drain, if set,
-// runs when the leader is about to wait for the publish queue to empty.
+// with a row of key blocks, once logged, until released: by unblock, or by
+// any other batch reaching its writer's apply (it was logged after the
+// blocked one, and its writer waits for the blocked one to be published).
+// drain, if set, runs when the leader is about to wait for the publish
+// queue to empty.
 type blockedApply struct {
 	key      string
 	logged   chan struct{} // closed when the batch is logged and blocked
@@ -61,7 +64,7 @@ type blockedApply struct {
 	releases sync.Once
 }
 
-func blockApplyOf(db *DB, key string, others func(key string), drain func()) *blockedApply {
+func blockApplyOf(db *DB, key string, drain func()) *blockedApply {
 	ba := &blockedApply{key: key, logged: make(chan struct{}), release: make(chan struct{})}
 	db.pub.beforeApply = func(b *Batch) {
 		br, err := format.NewBatchReader(b.data)
@@ -72,18 +75,16 @@ func blockApplyOf(db *DB, key string, others func(key string), drain func()) *bl
 		if ok, _ := br.Next(&r); !ok {
 			return
 		}
-		if string(r.Key) != ba.key {
-			if others != nil {
-				others(string(r.Key))
-			}
+		blocked := false
+		if string(r.Key) == ba.key {
+			ba.once.Do(func() { blocked = true })
+		}
+		if !blocked {
+			ba.unblock()
 			return
 		}
-		blocked := false
-		ba.once.Do(func() { blocked = true })
-		if blocked {
-			close(ba.logged)
-			<-ba.release
-		}
+		close(ba.logged)
+		<-ba.release
 	}
 	db.pub.beforeDrain = drain
 	return ba
@@ -124,7 +125,7 @@ func TestRecentWritesRaisedAtLogTime(t *testing.T) {
 	if _, err := db.PutIfAbsent([]byte("on"), []byte("v"), NoExpiry()); err != nil {
 		t.Fatal(err)
 	}
-	ba := blockApplyOf(db, "k", nil, nil)
+	ba := blockApplyOf(db, "k", nil)
 	done := startBlockedPut(t, db, ba, "v")
 	db.commitMu.Lock()
 	slot, last := db.recent.slots[recentSlot([]byte("k"))], db.lastSeq
@@ -172,7 +173,7 @@ func TestProofSeesLoggedUnappliedWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			var ba *blockedApply
-			ba = blockApplyOf(db, "k", nil, func() { ba.unblock() })
+			ba = blockApplyOf(db, "k", func() { ba.unblock() })
 			defer ba.unblock()
 			done := startBlockedPut(t, db, ba, "v2")
 			m0 := db.Metrics()
@@ -198,7 +199,7 @@ func TestProofSameSlotFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ba *blockedApply
-	ba = blockApplyOf(db, sameSlotKey(t, "k"), nil, func() { ba.unblock() })
+	ba = blockApplyOf(db, sameSlotKey(t, "k"), func() { ba.unblock() })
 	defer ba.unblock()
 	done := startBlockedPut(t, db, ba, "v")
 	m0 := db.Metrics()
@@ -228,12 +229,10 @@ func TestProvenCallDoesNotDrain(t *testing.T) {
 		other += "x"
 	}
 	var ba *blockedApply
-	ba = blockApplyOf(db, "blocked",
-		func(string) { ba.unblock() }, // the call's own batch is applied: the pipeline ran on
-		func() {
-			t.Error("the leader of a proven group drained the publish queue")
-			ba.unblock()
-		})
+	ba = blockApplyOf(db, "blocked", func() {
+		t.Error("the leader of a proven group drained the publish queue")
+		ba.unblock()
+	})
 	defer ba.unblock()
 	done := startBlockedPut(t, db, ba, "v")
 	m0 := db.Metrics()
@@ -260,7 +259,7 @@ func TestEnableRecentWritesDrains(t *testing.T) {
 	db := openTestDB(t, t.TempDir(), clock.NewManual(epoch), nil)
 	defer db.Close()
 	var ba *blockedApply
-	ba = blockApplyOf(db, "k", nil, func() { ba.unblock() })
+	ba = blockApplyOf(db, "k", func() { ba.unblock() })
 	defer ba.unblock()
 	done := startBlockedPut(t, db, ba, "v")
 	if ok, err := db.PutIfAbsent([]byte("k"), []byte("mine"), NoExpiry()); ok || err != nil {
