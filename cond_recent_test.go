@@ -126,6 +126,7 @@ func TestRecentWritesRaisedAtLogTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	ba := blockApplyOf(db, "k", nil)
+	defer ba.unblock()
 	done := startBlockedPut(t, db, ba, "v")
 	db.commitMu.Lock()
 	slot, last := db.recent.slots[recentSlot([]byte("k"))], db.lastSeq
