@@ -19,7 +19,10 @@ import (
 // its own batch, which are not in the memtable yet), else as the latest
 // committed state (db.lookup at latestSeq: before evaluating, the leader
 // waits until every batch logged before its group is applied and visible,
-// and no other batch is logged while it holds commitMu). A batch whose
+// and no other batch is logged while it holds commitMu). A group whose
+// every condition belongs to a single-key call proven current by the table
+// of recent writes skips the wait, the lookup and the overlay
+// (cond_recent.go, condOverlay.admitPeeked). A batch whose
 // condition fails is rolled back out of the overlay, is not logged and
 // takes no sequence numbers. The WAL thus carries only outcomes: ordinary
 // rows.

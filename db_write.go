@@ -152,7 +152,8 @@ func releaseBatch(b *Batch) {
 // releases the members of its group. Each writer of a logged batch applies
 // it to the memtable itself, concurrently with the others and with the next
 // leader, and waits until the batch is published; only a group with
-// conditions is applied and published by its leader (applyGroup). No member
+// conditions its leader could not prove from the calls' peeks is applied
+// and published by its leader (applyGroup). No member
 // waits on commitMu.
 func (db *DB) commit(b *Batch, sync bool) error {
 	if db.opts.ReadOnly {
@@ -330,12 +331,14 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 // stampGroup stamps the batches of group from sequence number lastSeq+1,
 // evaluates the conditions of group[:lastCond+1] in commit order, records
 // each batch that is to be logged in the table of recent writes and
-// returns them stamped (stampedGroup). A batch whose stamp or condition fails is done with its error. If proven,
-// each condition is evaluated on its batch's peek, which must still be
-// proven current (recentWrites.peekProof); if one is not, stampGroup
-// returns ok false having logged nothing, and the group must be stamped
-// again with proven false. Otherwise it first waits until every batch
-// logged before the group is applied and visible.
+// returns them stamped (stampedGroup). A batch whose stamp or condition
+// fails is done with its error. If proven, each condition is evaluated on
+// its batch's peek, which must still be proven current
+// (recentWrites.peekProof); if one is not, stampGroup returns ok false
+// having logged nothing (the slots it raised stay raised: a raised slot
+// only withholds proofs), and the group must be stamped again with proven
+// false. Otherwise it first waits until every batch logged before the group
+// is applied and visible.
 func (db *DB) stampGroup(group []*commitWaiter, lastCond int, proven bool) (st stampedGroup, ok bool, err error) {
 	if lastCond >= 0 && !proven {
 		// Conditions see the latest committed state: every batch logged
@@ -393,12 +396,13 @@ type stampedGroup struct {
 	next uint64
 }
 
-// applyGroup applies the logged batches of a group with conditions from the
-// leader, under commitMu, with one memtable lock, publishes them up to last
-// and marks their waiters done. The publish queue is empty (the leader
-// waited for it before evaluating the conditions, and nothing is pushed
-// while it holds commitMu), so no other writer publishes meanwhile. A group
-// with conditions has stopped the pipeline already; applying it here lets
+// applyGroup applies the logged batches of a group with conditions not
+// proven by their peeks from the leader, under commitMu, with one memtable
+// lock, publishes them up to last and marks their waiters done. The publish
+// queue is empty (the leader waited for it before evaluating the
+// conditions, and nothing is pushed while it holds commitMu), so no other
+// writer publishes meanwhile. Such a group has stopped the pipeline
+// already; applying it here lets
 // the next group, often conditional too, start without waiting for this
 // group's members to be scheduled. A failed apply fails every batch of the
 // group and publishes none.
