@@ -183,6 +183,7 @@ type condOverlay struct {
 	undo    []overlayUndo // the current batch's changes to keys
 	scratch []byte        // value buffer of the last lookup
 	ops     [][]byte      // operand list of resolveMerge
+	written []provenWrite // a group on the proven path: keys its conditional batches wrote (cond_peek.go)
 }
 
 type overlayUndo struct {
@@ -201,6 +202,8 @@ const (
 // begin empties the overlay for a group committing at now.
 func (o *condOverlay) begin(db *DB, now int64) {
 	o.db, o.now = db, now
+	clear(o.written)
+	o.written = o.written[:0]
 	if len(o.keys) > maxKeptOverlay {
 		o.keys = nil
 	} else {
@@ -307,13 +310,27 @@ func (o *condOverlay) state(key []byte, withValue bool) (keyState, error) {
 }
 
 // resolve returns the state a stamped batch row gives its key at the
-// commit time. A deadline row keeps the key's value (copied: a looked-up
-// value aliases the scratch buffer) under its own deadline.
+// commit time.
 func (o *condOverlay) resolve(r *format.Row) (keyState, error) {
-	if r.IsDeadline() {
-		s, err := o.state(r.Key, true)
-		if err != nil || !s.live {
+	var s keyState
+	if r.IsDeadline() || r.IsMerge() {
+		var err error
+		if s, err = o.state(r.Key, true); err != nil {
 			return keyState{}, err
+		}
+	}
+	return o.resolveOn(r, s)
+}
+
+// resolveOn returns the state a stamped batch row gives its key at the
+// commit time when the key was in state s before it (read only for a
+// deadline row or a merge operand). A deadline row keeps the key's value
+// (copied: a looked-up value aliases the scratch buffer) under its own
+// deadline.
+func (o *condOverlay) resolveOn(r *format.Row, s keyState) (keyState, error) {
+	if r.IsDeadline() {
+		if !s.live {
+			return keyState{}, nil
 		}
 		s.value = bytes.Clone(s.value)
 		s.expires, s.deadline = r.HasExpiry(), r.ExpireTS
@@ -323,7 +340,7 @@ func (o *condOverlay) resolve(r *format.Row) (keyState, error) {
 		return s, nil
 	}
 	if r.IsMerge() {
-		return o.resolveMerge(r)
+		return o.resolveMerge(r, s)
 	}
 	if !r.LiveAt(o.now) {
 		return keyState{}, nil

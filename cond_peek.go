@@ -1,6 +1,7 @@
 package mayfly
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/mayflydb/mayfly/format"
@@ -35,6 +36,7 @@ type condPeek struct {
 	seq    uint64   // the visible sequence number the read saw
 	logNum uint64   // the WAL segment number of the active memtable then
 	slot   uint32   // the key's slot in the table of recent writes
+	valued bool     // st.value was read (peekKey's withValue)
 	st     keyState // value aliases buf
 	buf    []byte
 }
@@ -74,7 +76,7 @@ func (db *DB) peekKey(key []byte, withValue bool, p *condPeek) error {
 			}
 		}
 	}
-	p.ok, p.seq, p.logNum, p.slot = true, seq, rs.mem.LogNum(), recentSlot(key)
+	p.ok, p.seq, p.logNum, p.slot, p.valued = true, seq, rs.mem.LogNum(), recentSlot(key), withValue
 	return nil
 }
 
@@ -87,23 +89,77 @@ func (p *condPeek) state(now int64) keyState {
 	return s
 }
 
-// admitPeeked evaluates the condition of b, a single-key call whose peek
-// recentWrites.peekProof proved current, on the peek's state at the commit
-// time. It neither reads nor feeds the overlay: in a group whose every
-// conditional batch is proven so, no condition looks at a key written
-// earlier in the group (that write raised the key's slot past the peek).
-func (o *condOverlay) admitPeeked(b *Batch) error {
+// admitPeeked evaluates the condition of b, a single-key call, in a group
+// on the proven path, without the memtable or a lookup. The key's state at
+// the commit time is known exactly in two cases, else admitPeeked returns
+// false and leaves everything as it found it:
+//
+//   - An earlier batch of the group written on this path wrote the key
+//     (o.written), and no batch of the group logged since wrote its slot:
+//     the state that batch left.
+//   - The group wrote the key on this path before, or not at all, and
+//     recentWrites.peekProof proves b's peek current: the peek's state,
+//     judged at the commit time.
+//
+// rests reports the first case: b's outcome rests on a batch of the group,
+// which is not published yet, so a failure must not be returned before it
+// is (commitWaiter.noop). If the condition holds and feed is set (a later
+// batch of the group has a condition), the state b leaves its key in is
+// recorded in o.written,
+// unless it depends on a value the peek did not read (a deadline row or a
+// merge operand on a peek without the value): a later call on the key then
+// finds its slot raised and is not proven. Caller holds commitMu; o.begin
+// was called for the group.
+func (o *condOverlay) admitPeeked(b *Batch, logNum uint64, feed bool) (proved, rests bool, err error) {
 	c := &b.cond
-	c.got = c.got[:0]
 	br, err := format.NewBatchReader(b.data)
 	if err != nil {
-		return err
+		return true, false, err
 	}
 	var r format.Row
 	if ok, err := br.Next(&r); !ok || err != nil {
-		return fmt.Errorf("batch entry 0 of %d: %w", b.count, cmpOr(err, ErrCorruption))
+		return true, false, fmt.Errorf("batch entry 0 of %d: %w", b.count, cmpOr(err, ErrCorruption))
 	}
-	return c.judge(&c.list[0], c.peek.state(o.now), &r)
+	s, valued, rests, ok := o.provenState(b, r.Key, logNum)
+	if !ok {
+		return false, false, nil
+	}
+	c.got = c.got[:0]
+	if err := c.judge(&c.list[0], s, &r); err != nil {
+		return true, rests, err
+	}
+	if feed && (valued || !r.IsDeadline() && !r.IsMerge()) {
+		ns, err := o.resolveOn(&r, s)
+		if err != nil {
+			return true, rests, err
+		}
+		o.written = append(o.written, provenWrite{key: r.Key, st: ns, seq: r.Seq})
+	}
+	return true, rests, nil
+}
+
+// provenWrite is the state a batch of a group on the proven path left key
+// in; seq is the batch's sequence number. key and the state's value alias
+// the batch or a merge result, stable until the group is logged.
+type provenWrite struct {
+	key []byte
+	st  keyState
+	seq uint64
+}
+
+// provenState returns key's state at the commit time of b, a single-key
+// call on key, in a group on the proven path, whether its value is known
+// (a live state read without it has none), whether it is the state an
+// earlier batch of the group left, and whether it is proven (admitPeeked).
+func (o *condOverlay) provenState(b *Batch, key []byte, logNum uint64) (s keyState, valued, inGroup, ok bool) {
+	rw := &o.db.recent
+	p := &b.cond.peek
+	for i := len(o.written) - 1; i >= 0; i-- {
+		if w := &o.written[i]; bytes.Equal(w.key, key) {
+			return w.st, true, true, rw.slots != nil && rw.slots[p.slot] == w.seq
+		}
+	}
+	return p.state(o.now), p.valued, false, rw.peekProof(b, logNum)
 }
 
 // peeked returns the state key has at the commit time now if p still

@@ -24,6 +24,11 @@ type commitWaiter struct {
 	err  error
 	mem  *memtable.Memtable
 	last uint64
+	// noop marks a batch not logged whose outcome err the leader decided on
+	// an earlier batch of its group: it goes through the publish queue, in
+	// order, applying nothing, so that its writer returns only once that
+	// batch is published (or with the failure of an earlier apply).
+	noop bool
 	// applied is set under the publish queue's lock once the batch is in
 	// mem or failed to go in (publishQueue.applied); err is then its
 	// outcome.
@@ -160,7 +165,7 @@ func (db *DB) commit(b *Batch, sync bool) error {
 		return ErrReadOnly
 	}
 	w := waiterPool.Get().(*commitWaiter)
-	w.batch, w.sync, w.done, w.err, w.mem, w.last, w.applied = b, sync, false, nil, nil, 0, false
+	w.batch, w.sync, w.done, w.err, w.mem, w.last, w.applied, w.noop = b, sync, false, nil, nil, 0, false, false
 	w.state.Store(waiterWaiting)
 	defer func() {
 		w.batch, w.err, w.mem = nil, nil, nil
@@ -187,7 +192,9 @@ func (db *DB) applyLogged(w *commitWaiter) error {
 		db.pub.beforeApply(w.batch)
 	}
 	var err error
-	if aerr := w.mem.ApplyBatch(w.batch.data); aerr != nil {
+	if w.noop {
+		err = w.err
+	} else if aerr := w.mem.ApplyBatch(w.batch.data); aerr != nil {
 		err = db.setBackgroundError(fmt.Errorf("memtable apply: %w", aerr))
 	}
 	w.state.Store(waiterWaiting) // nothing else touches w until it is applied
@@ -274,7 +281,7 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 	st, ok, err := db.stampGroup(group, lastCond, proven)
 	if !ok {
 		for _, g := range group {
-			g.done, g.err = false, nil
+			g.done, g.err, g.noop = false, nil, false
 		}
 		proven = false
 		st, _, err = db.stampGroup(group, lastCond, false)
@@ -366,11 +373,18 @@ func (db *DB) stampGroup(group []*commitWaiter, lastCond int, proven bool) (st s
 			switch {
 			case !proven:
 				err = db.condOv.admit(g.batch, i < lastCond)
-			case len(g.batch.cond.list) == 0:
-			case !db.recent.peekProof(g.batch, logNum):
-				return stampedGroup{buf: buf}, false, nil
-			default:
-				err = db.condOv.admitPeeked(g.batch)
+			case len(g.batch.cond.list) > 0:
+				proved, rests, aerr := db.condOv.admitPeeked(g.batch, logNum, i < lastCond)
+				if !proved {
+					return stampedGroup{buf: buf}, false, nil
+				}
+				if aerr != nil && rests {
+					// Decided on a write of this group: returned once
+					// that write is published.
+					g.err, g.noop = aerr, true
+					continue
+				}
+				err = aerr
 			}
 			if err != nil {
 				g.done, g.err = true, err

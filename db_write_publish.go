@@ -81,6 +81,10 @@ func (q *publishQueue) applied(w *commitWaiter, err error, visible *atomic.Uint6
 		q.q[q.head] = nil
 		q.head++
 		switch {
+		case h.noop: // its outcome stands unless an earlier apply failed
+			if q.err != nil {
+				h.err = q.err
+			}
 		case q.err != nil:
 			if h.err == nil {
 				h.err = q.err
