@@ -247,3 +247,28 @@ func TestProvenGroupBlindWriteBetween(t *testing.T) {
 		t.Fatalf("drained %d groups, want 1", m.CondGroupsDrained-m0.CondGroupsDrained)
 	}
 }
+
+// TestProvenGroupFailureAfterPoison: when the write a failed call's outcome
+// rests on fails to apply (the database is poisoned), the call returns that
+// failure, not its condition's.
+func TestProvenGroupFailureAfterPoison(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), clock.NewManual(epoch), nil)
+	defer db.Close()
+	key := []byte("k")
+	putNX := func(b *Batch, k []byte) error { return b.PutIfAbsent(k, []byte("v"), NoExpiry()) }
+	first, second := singleKeyCall(t, db, key, putNX), singleKeyCall(t, db, key, putNX)
+	defer first.Close()
+	defer second.Close()
+	db.pub.beforeApply = func(b *Batch) {
+		if b == first {
+			b.data = b.data[:len(b.data)-1] // a malformed batch: its apply fails
+		}
+	}
+	group := commitAsGroup(t, db, []*Batch{first, second}, nil)
+	if group[0].err == nil || errors.Is(group[0].err, ErrConditionFailed) {
+		t.Fatalf("first call's apply failed with %v", group[0].err)
+	}
+	if errors.Is(group[1].err, ErrConditionFailed) || !errors.Is(group[1].err, group[0].err) {
+		t.Fatalf("second call, refused on the first's failed write: %v, want %v", group[1].err, group[0].err)
+	}
+}
