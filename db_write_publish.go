@@ -24,6 +24,11 @@ import (
 // setBackgroundError) is popped without publishing it, and every batch
 // popped after it fails with the same error: the visible sequence number
 // stays below it for good, so no read ever sees part of it.
+//
+// A no-op waiter (commitWaiter.noop) is a call not logged whose failure the
+// leader decided on an earlier batch of its group: it is queued after that
+// batch, applies nothing and publishes nothing, and its writer learns its
+// outcome when it is popped, once that batch is published.
 
 // publishQueue is the queue of logged, unpublished batches.
 type publishQueue struct {
