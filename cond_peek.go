@@ -92,22 +92,20 @@ func (p *condPeek) state(now int64) keyState {
 // admitPeeked evaluates the condition of b, a single-key call, in a group
 // on the proven path, without the memtable or a lookup. The key's state at
 // the commit time is known exactly in two cases, else admitPeeked returns
-// false and leaves everything as it found it:
+// proved false having changed nothing:
 //
-//   - An earlier batch of the group written on this path wrote the key
-//     (o.written), and no batch of the group logged since wrote its slot:
-//     the state that batch left.
-//   - The group wrote the key on this path before, or not at all, and
-//     recentWrites.peekProof proves b's peek current: the peek's state,
-//     judged at the commit time.
+//   - An earlier call of the group, evaluated here, wrote the key and
+//     recorded the state it left (o.written), and no batch of the group
+//     logged since wrote the key's slot: that state. rests is then true:
+//     b's outcome rests on a batch not published yet, so a failure must not
+//     be returned before it is (commitWaiter.noop).
+//   - No such call wrote the key, and recentWrites.peekProof proves b's
+//     peek current: the peek's state, judged at the commit time.
 //
-// rests reports the first case: b's outcome rests on a batch of the group,
-// which is not published yet, so a failure must not be returned before it
-// is (commitWaiter.noop). If the condition holds and feed is set (a later
-// batch of the group has a condition), the state b leaves its key in is
-// recorded in o.written,
-// unless it depends on a value the peek did not read (a deadline row or a
-// merge operand on a peek without the value): a later call on the key then
+// If the condition holds and feed is set (a later batch of the group has a
+// condition), the state b leaves its key in is recorded in o.written, unless
+// it depends on a value the peek did not copy (a deadline row or a merge
+// operand over a peek without the value): a later call on the key then
 // finds its slot raised and is not proven. Caller holds commitMu; o.begin
 // was called for the group.
 func (o *condOverlay) admitPeeked(b *Batch, logNum uint64, feed bool) (proved, rests bool, err error) {

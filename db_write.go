@@ -416,10 +416,9 @@ type stampedGroup struct {
 // queue is empty (the leader waited for it before evaluating the
 // conditions, and nothing is pushed while it holds commitMu), so no other
 // writer publishes meanwhile. Such a group has stopped the pipeline
-// already; applying it here lets
-// the next group, often conditional too, start without waiting for this
-// group's members to be scheduled. A failed apply fails every batch of the
-// group and publishes none.
+// already; applying it here lets the next group, often conditional too,
+// start without waiting for this group's members to be scheduled. A failed
+// apply fails every batch of the group and publishes none.
 func (db *DB) applyGroup(group []*commitWaiter, last uint64) {
 	var local [16][]byte
 	logged := local[:0]
