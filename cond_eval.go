@@ -19,7 +19,10 @@ import (
 // its own batch, which are not in the memtable yet), else as the latest
 // committed state (db.lookup at latestSeq: before evaluating, the leader
 // waits until every batch logged before its group is applied and visible,
-// and no other batch is logged while it holds commitMu). A batch whose
+// and no other batch is logged while it holds commitMu). A group whose
+// every condition belongs to a single-key call proven current by the table
+// of recent writes skips the wait, the lookup and the overlay
+// (cond_recent.go, condOverlay.admitPeeked). A batch whose
 // condition fails is rolled back out of the overlay, is not logged and
 // takes no sequence numbers. The WAL thus carries only outcomes: ordinary
 // rows.
@@ -180,6 +183,7 @@ type condOverlay struct {
 	undo    []overlayUndo // the current batch's changes to keys
 	scratch []byte        // value buffer of the last lookup
 	ops     [][]byte      // operand list of resolveMerge
+	written []provenWrite // a group on the proven path: keys its conditional batches wrote (cond_peek.go)
 }
 
 type overlayUndo struct {
@@ -198,6 +202,8 @@ const (
 // begin empties the overlay for a group committing at now.
 func (o *condOverlay) begin(db *DB, now int64) {
 	o.db, o.now = db, now
+	clear(o.written)
+	o.written = o.written[:0]
 	if len(o.keys) > maxKeptOverlay {
 		o.keys = nil
 	} else {
@@ -239,18 +245,9 @@ func (o *condOverlay) admit(b *Batch, feedAll bool) error {
 					return err
 				}
 			}
-			if !bc.kind.holds(s, &r, c.arg(bc)) {
+			if err := c.judge(bc, s, &r); err != nil {
 				o.rollback()
-				if c.quiet {
-					return ErrConditionFailed
-				}
-				return fmt.Errorf("%w: entry %d (%s), key %q", ErrConditionFailed, i, bc.kind, r.Key)
-			}
-			if bc.capture {
-				c.got = append(c.got[:0], s.value...)
-			}
-			if bc.kind == condCounter {
-				c.counter = operandWindow(s, &r)
+				return err
 			}
 		}
 		if i < feedTo {
@@ -261,6 +258,26 @@ func (o *condOverlay) admit(b *Batch, feedAll bool) error {
 			}
 			o.set(r.Key, s)
 		}
+	}
+	return nil
+}
+
+// judge evaluates condition bc of c on entry r (stamped) when r's key is in
+// state s at the commit time: if it holds, it captures the value and the
+// counter window as bc asks; else it returns an error wrapping
+// ErrConditionFailed (the bare sentinel if c.quiet).
+func (c *batchConds) judge(bc *batchCond, s keyState, r *format.Row) error {
+	if !bc.kind.holds(s, r, c.arg(bc)) {
+		if c.quiet {
+			return ErrConditionFailed
+		}
+		return fmt.Errorf("%w: entry %d (%s), key %q", ErrConditionFailed, bc.entry, bc.kind, r.Key)
+	}
+	if bc.capture {
+		c.got = append(c.got[:0], s.value...)
+	}
+	if bc.kind == condCounter {
+		c.counter = operandWindow(s, r)
 	}
 	return nil
 }
@@ -293,13 +310,27 @@ func (o *condOverlay) state(key []byte, withValue bool) (keyState, error) {
 }
 
 // resolve returns the state a stamped batch row gives its key at the
-// commit time. A deadline row keeps the key's value (copied: a looked-up
-// value aliases the scratch buffer) under its own deadline.
+// commit time.
 func (o *condOverlay) resolve(r *format.Row) (keyState, error) {
-	if r.IsDeadline() {
-		s, err := o.state(r.Key, true)
-		if err != nil || !s.live {
+	var s keyState
+	if r.IsDeadline() || r.IsMerge() {
+		var err error
+		if s, err = o.state(r.Key, true); err != nil {
 			return keyState{}, err
+		}
+	}
+	return o.resolveOn(r, s)
+}
+
+// resolveOn returns the state a stamped batch row gives its key at the
+// commit time when the key was in state s before it (read only for a
+// deadline row or a merge operand). A deadline row keeps the key's value
+// (copied: a looked-up value aliases the scratch buffer) under its own
+// deadline.
+func (o *condOverlay) resolveOn(r *format.Row, s keyState) (keyState, error) {
+	if r.IsDeadline() {
+		if !s.live {
+			return keyState{}, nil
 		}
 		s.value = bytes.Clone(s.value)
 		s.expires, s.deadline = r.HasExpiry(), r.ExpireTS
@@ -309,7 +340,7 @@ func (o *condOverlay) resolve(r *format.Row) (keyState, error) {
 		return s, nil
 	}
 	if r.IsMerge() {
-		return o.resolveMerge(r)
+		return o.resolveMerge(r, s)
 	}
 	if !r.LiveAt(o.now) {
 		return keyState{}, nil

@@ -1,6 +1,9 @@
 package mayfly
 
 import (
+	"bytes"
+	"fmt"
+
 	"github.com/mayflydb/mayfly/format"
 )
 
@@ -15,11 +18,16 @@ import (
 //     linearized at the read.
 //   - Otherwise the read travels with the batch (condPeek). The leader, under
 //     commitMu, uses it instead of looking the key up again when nothing can
-//     have changed the key since: the active memtable is the one the read
+//     have changed the key since. It proves that first from the table of
+//     recent writes (cond_recent.go), without waiting for earlier batches
+//     to be applied; if every conditional batch of its group is proven so,
+//     the group goes through the pipeline as a blind one does
+//     (commitGroup). Otherwise, once every earlier batch is applied, it
+//     proves it from the memtable: the active memtable is the one the read
 //     saw (every write after the read went there) and holds no version of
-//     the key newer than the read's sequence number. Only the expiry is
-//     judged again, at the commit time. Otherwise the leader looks the key up
-//     as usual.
+//     the key newer than the read's sequence number (peeked). Only the
+//     expiry is judged again, at the commit time. Failing both, the leader
+//     looks the key up as usual.
 
 // condPeek is the state of a single-key conditional call's key read before
 // the pipeline.
@@ -27,16 +35,22 @@ type condPeek struct {
 	ok     bool     // st is valid for this commit attempt
 	seq    uint64   // the visible sequence number the read saw
 	logNum uint64   // the WAL segment number of the active memtable then
+	slot   uint32   // the key's slot in the table of recent writes
+	valued bool     // st.value was read (peekKey's withValue)
 	st     keyState // value aliases buf
 	buf    []byte
 }
 
 // peekKey reads key's state into p as of now, after the read (so it may
 // take effect after every write the read saw), copying the value only if
-// withValue.
+// withValue. It turns the table of recent writes on first (cond_recent.go):
+// the read must come after every batch the table does not hold.
 func (db *DB) peekKey(key []byte, withValue bool, p *condPeek) error {
 	p.ok = false
 	if err := checkReadKey(key); err != nil {
+		return err
+	}
+	if err := db.enableRecentWrites(); err != nil {
 		return err
 	}
 	rs, seq, err := db.loadReadStateSeq()
@@ -62,8 +76,88 @@ func (db *DB) peekKey(key []byte, withValue bool, p *condPeek) error {
 			}
 		}
 	}
-	p.ok, p.seq, p.logNum = true, seq, rs.mem.LogNum()
+	p.ok, p.seq, p.logNum, p.slot, p.valued = true, seq, rs.mem.LogNum(), recentSlot(key), withValue
 	return nil
+}
+
+// state returns the state p read, judged at the commit time now.
+func (p *condPeek) state(now int64) keyState {
+	s := p.st
+	if s.live && s.expires && s.deadline < now {
+		s = keyState{}
+	}
+	return s
+}
+
+// admitPeeked evaluates the condition of b, a single-key call, in a group
+// on the proven path, without the memtable or a lookup. The key's state at
+// the commit time is known exactly in two cases, else admitPeeked returns
+// proved false having changed nothing:
+//
+//   - An earlier call of the group, evaluated here, wrote the key and
+//     recorded the state it left (o.written), and no batch of the group
+//     logged since wrote the key's slot: that state. rests is then true:
+//     b's outcome rests on a batch not published yet, so a failure must not
+//     be returned before it is (commitWaiter.noop).
+//   - No such call wrote the key, and recentWrites.peekProof proves b's
+//     peek current: the peek's state, judged at the commit time.
+//
+// If the condition holds and feed is set (a later batch of the group has a
+// condition), the state b leaves its key in is recorded in o.written, unless
+// it depends on a value the peek did not copy (a deadline row or a merge
+// operand over a peek without the value): a later call on the key then
+// finds its slot raised and is not proven. Caller holds commitMu; o.begin
+// was called for the group.
+func (o *condOverlay) admitPeeked(b *Batch, logNum uint64, feed bool) (proved, rests bool, err error) {
+	c := &b.cond
+	br, err := format.NewBatchReader(b.data)
+	if err != nil {
+		return true, false, err
+	}
+	var r format.Row
+	if ok, err := br.Next(&r); !ok || err != nil {
+		return true, false, fmt.Errorf("batch entry 0 of %d: %w", b.count, cmpOr(err, ErrCorruption))
+	}
+	s, valued, rests, ok := o.provenState(b, r.Key, logNum)
+	if !ok {
+		return false, false, nil
+	}
+	c.got = c.got[:0]
+	if err := c.judge(&c.list[0], s, &r); err != nil {
+		return true, rests, err
+	}
+	if feed && (valued || !r.IsDeadline() && !r.IsMerge()) {
+		ns, err := o.resolveOn(&r, s)
+		if err != nil {
+			return true, rests, err
+		}
+		o.written = append(o.written, provenWrite{key: r.Key, st: ns, seq: r.Seq})
+	}
+	return true, rests, nil
+}
+
+// provenWrite is the state a batch of a group on the proven path left key
+// in; seq is the batch's sequence number. key and the state's value alias
+// the batch or a merge result, stable until the group is logged.
+type provenWrite struct {
+	key []byte
+	st  keyState
+	seq uint64
+}
+
+// provenState returns key's state at the commit time of b, a single-key
+// call on key, in a group on the proven path, whether its value is known
+// (a live state read without it has none), whether it is the state an
+// earlier batch of the group left, and whether it is proven (admitPeeked).
+func (o *condOverlay) provenState(b *Batch, key []byte, logNum uint64) (s keyState, valued, inGroup, ok bool) {
+	rw := &o.db.recent
+	p := &b.cond.peek
+	for i := len(o.written) - 1; i >= 0; i-- {
+		if w := &o.written[i]; bytes.Equal(w.key, key) {
+			return w.st, true, true, rw.slots != nil && rw.slots[p.slot] == w.seq
+		}
+	}
+	return p.state(o.now), p.valued, false, rw.peekProof(b, logNum)
 }
 
 // peeked returns the state key has at the commit time now if p still
@@ -85,11 +179,7 @@ func (o *condOverlay) peeked(p *condPeek, key []byte) (keyState, bool) {
 	if r, found := m.Get(key, format.MaxSeq); found && r.Seq > p.seq {
 		return keyState{}, false
 	}
-	s := p.st
-	if s.live && s.expires && s.deadline < o.now {
-		s = keyState{}
-	}
-	return s, true
+	return p.state(o.now), true
 }
 
 // writeCondOn writes the single-key conditional batch b on key, whose

@@ -2,6 +2,7 @@ package mayfly
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -80,4 +81,194 @@ func TestConditionFailedOnRead(t *testing.T) {
 		t.Fatalf("failed conditions wrote %d WAL bytes, %d batches", m1.WALBytes-m0.WALBytes, m1.BatchesCommitted-m0.BatchesCommitted)
 	}
 	mustGet(t, db, "k", "v")
+}
+
+// singleKeyCall builds the batch of a single-key call on key with build and
+// peeks at key as the DB-level call does (writeCondOn); a blind batch is
+// not peeked.
+func singleKeyCall(t *testing.T, db *DB, key []byte, build func(b *Batch, key []byte) error) *Batch {
+	t.Helper()
+	b := db.NewBatch()
+	must(t, build(b, key))
+	if len(b.cond.list) == 0 {
+		return b
+	}
+	bc := &b.cond.list[0]
+	must(t, db.peekKey(key, bc.kind.needsValue() || bc.capture, &b.cond.peek))
+	b.cond.quiet = true
+	return b
+}
+
+// TestProvenGroupRacingGetDel: two GetDel calls of one token, both peeked
+// while it was live, commit in one group without draining: the first takes
+// it, the second fails on the state the first left, and returns only once
+// the first's deletion is published.
+func TestProvenGroupRacingGetDel(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), clock.NewManual(epoch), nil)
+	defer db.Close()
+	must(t, db.Put([]byte("tok"), []byte("t1")))
+	getDel := func(b *Batch, key []byte) error { return b.deleteIfPresent(key) }
+	first := singleKeyCall(t, db, []byte("tok"), getDel)
+	second := singleKeyCall(t, db, []byte("tok"), getDel)
+	defer first.Close()
+	defer second.Close()
+	m0 := db.Metrics()
+	returned := false
+	group := commitAsGroup(t, db, []*Batch{first, second}, map[int]func(){1: func() {
+		returned = true
+		if _, err := db.Get([]byte("tok")); !errors.Is(err, ErrNotFound) {
+			t.Errorf("the losing GetDel returned before the winner's deletion was visible: Get = %v", err)
+		}
+	}})
+	if !returned {
+		t.Fatal("the losing GetDel, decided on its group's unpublished deletion, returned at once")
+	}
+	if group[0].err != nil || string(first.cond.got) != "t1" {
+		t.Fatalf("first GetDel: %v, %q", group[0].err, first.cond.got)
+	}
+	if !errors.Is(group[1].err, ErrConditionFailed) {
+		t.Fatalf("second GetDel: %v, want ErrConditionFailed", group[1].err)
+	}
+	if m := db.Metrics(); m.CondGroupsProven != m0.CondGroupsProven+1 || m.CondGroupsDrained != m0.CondGroupsDrained {
+		t.Fatalf("proven %d, drained %d groups; want 1, 0", m.CondGroupsProven-m0.CondGroupsProven, m.CondGroupsDrained-m0.CondGroupsDrained)
+	}
+}
+
+// TestProvenGroupMatchesSeparateCommits: for every pair of single-key calls
+// (and blind writes) on one key, from each starting state, committing both
+// in one group after peeking both gives each call the outcome, and the key
+// the state, that committing them one after the other gives.
+func TestProvenGroupMatchesSeparateCommits(t *testing.T) {
+	ttl, long := ExpireAfter(5*time.Second), ExpireAfter(50*time.Second)
+	ops := []struct {
+		name  string
+		build func(b *Batch, k []byte) error
+	}{
+		{"PutIfAbsent", func(b *Batch, k []byte) error { return b.PutIfAbsent(k, []byte("n1"), ttl) }},
+		{"PutIfPresent", func(b *Batch, k []byte) error { return b.PutIfPresent(k, []byte("n2"), NoExpiry()) }},
+		{"CompareAndSwap", func(b *Batch, k []byte) error { return b.CompareAndSwap(k, []byte("v1"), []byte("n3"), ttl) }},
+		{"CompareAndSwapN1", func(b *Batch, k []byte) error { return b.CompareAndSwap(k, []byte("n1"), []byte("n4"), ttl) }},
+		{"CompareAndDelete", func(b *Batch, k []byte) error { return b.CompareAndDelete(k, []byte("v1")) }},
+		{"GetDel", func(b *Batch, k []byte) error { return b.deleteIfPresent(k) }},
+		{"ExpireXX", func(b *Batch, k []byte) error { return b.Expire(k, long, ExpireXX) }},
+		{"ExpireNX", func(b *Batch, k []byte) error { return b.Expire(k, long, ExpireNX) }},
+		{"ExpireGT", func(b *Batch, k []byte) error { return b.Expire(k, long, ExpireGT) }},
+		{"ExpireLT", func(b *Batch, k []byte) error { return b.Expire(k, ttl, ExpireLT) }},
+		{"Persist", func(b *Batch, k []byte) error { return b.Persist(k) }},
+		{"GetEx", func(b *Batch, k []byte) error { return b.deadlineIf(k, long, ExpireAlways, true) }},
+		{"Touch", func(b *Batch, k []byte) error { return b.deadlineIf(k, ttl, ExpireAlways, false) }},
+		{"Add", func(b *Batch, k []byte) error {
+			if err := b.AddBlind(k, 3, ttl); err != nil {
+				return err
+			}
+			b.cond.add(b.count-1, condCounter, nil, true)
+			return nil
+		}},
+		{"Put", func(b *Batch, k []byte) error { return b.PutTTL(k, []byte("p"), ttl) }},
+		{"Delete", func(b *Batch, k []byte) error { return b.Delete(k) }},
+	}
+	inits := []struct {
+		name string
+		put  func(db *DB, k []byte) error
+	}{
+		{"absent", func(*DB, []byte) error { return nil }},
+		{"live", func(db *DB, k []byte) error { return db.Put(k, []byte("v1")) }},
+		{"expiring", func(db *DB, k []byte) error { return db.PutTTL(k, []byte("v1"), ExpireAfter(10*time.Second)) }},
+		{"counter", func(db *DB, k []byte) error {
+			return db.PutTTL(k, []byte{1, 0, 0, 0, 0, 0, 0, 0}, ExpireAfter(10*time.Second))
+		}},
+	}
+	counters := func(o *Options) { o.MergeOperator = Int64Add }
+	grouped := openTestDB(t, t.TempDir(), clock.NewManual(epoch), counters)
+	defer grouped.Close()
+	apart := openTestDB(t, t.TempDir(), clock.NewManual(epoch), counters)
+	defer apart.Close()
+	outcome := func(g *commitWaiter) string { return fmt.Sprintf("%v got %q", g.err, g.batch.cond.got) }
+	state := func(db *DB, k []byte) string {
+		v, err := db.Get(k)
+		d, expires, _ := db.ExpireTime(k)
+		return fmt.Sprintf("%q %v expires %v %d", v, err, expires, d.UnixMilli())
+	}
+	m0 := grouped.Metrics()
+	n := 0
+	for _, in := range inits {
+		for _, a := range ops {
+			for _, b := range ops {
+				n++
+				k := fmt.Appendf(nil, "k%d", n)
+				must(t, in.put(grouped, k))
+				must(t, in.put(apart, k))
+				ga, gb := singleKeyCall(t, grouped, k, a.build), singleKeyCall(t, grouped, k, b.build)
+				g := commitAsGroup(t, grouped, []*Batch{ga, gb}, nil)
+				sa := singleKeyCall(t, apart, k, a.build)
+				ra := commitAsGroup(t, apart, []*Batch{sa}, nil)
+				sb := singleKeyCall(t, apart, k, b.build)
+				rb := commitAsGroup(t, apart, []*Batch{sb}, nil)
+				if outcome(g[0]) != outcome(ra[0]) || outcome(g[1]) != outcome(rb[0]) || state(grouped, k) != state(apart, k) {
+					t.Errorf("%s key, %s then %s: in one group %s, %s, %s; apart %s, %s, %s", in.name, a.name, b.name,
+						outcome(g[0]), outcome(g[1]), state(grouped, k), outcome(ra[0]), outcome(rb[0]), state(apart, k))
+				}
+				for _, b := range []*Batch{ga, gb, sa, sb} {
+					b.Close()
+				}
+			}
+		}
+	}
+	// The calls on a key an earlier call of the group wrote were proven,
+	// not drained: the groups drained are those with a blind write or a
+	// deadline row read without the value before the second call.
+	if m := grouped.Metrics(); m.CondGroupsProven-m0.CondGroupsProven < uint64(n)/2 {
+		t.Errorf("%d of %d groups proven", m.CondGroupsProven-m0.CondGroupsProven, n)
+	}
+}
+
+// TestProvenGroupBlindWriteBetween: a blind write of the key between two
+// calls of one group hides the state the first call left: the second call
+// is not proven on it, and the group drains and sees the blind write.
+func TestProvenGroupBlindWriteBetween(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), clock.NewManual(epoch), nil)
+	defer db.Close()
+	key := []byte("tok")
+	first := singleKeyCall(t, db, key, func(b *Batch, k []byte) error { return b.PutIfAbsent(k, []byte("t1"), NoExpiry()) })
+	blind := singleKeyCall(t, db, key, func(b *Batch, k []byte) error { return b.Put(k, []byte("t2")) })
+	take := singleKeyCall(t, db, key, func(b *Batch, k []byte) error { return b.deleteIfPresent(k) })
+	for _, b := range []*Batch{first, blind, take} {
+		defer b.Close()
+	}
+	m0 := db.Metrics()
+	group := commitAsGroup(t, db, []*Batch{first, blind, take}, nil)
+	for i, g := range group {
+		must(t, g.err)
+		if i == 2 && string(take.cond.got) != "t2" {
+			t.Fatalf("GetDel after a blind put in its group took %q, want t2", take.cond.got)
+		}
+	}
+	if m := db.Metrics(); m.CondGroupsDrained != m0.CondGroupsDrained+1 {
+		t.Fatalf("drained %d groups, want 1", m.CondGroupsDrained-m0.CondGroupsDrained)
+	}
+}
+
+// TestProvenGroupFailureAfterPoison: when the write a failed call's outcome
+// rests on fails to apply (the database is poisoned), the call returns that
+// failure, not its condition's.
+func TestProvenGroupFailureAfterPoison(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), clock.NewManual(epoch), nil)
+	defer db.Close()
+	key := []byte("k")
+	putNX := func(b *Batch, k []byte) error { return b.PutIfAbsent(k, []byte("v"), NoExpiry()) }
+	first, second := singleKeyCall(t, db, key, putNX), singleKeyCall(t, db, key, putNX)
+	defer first.Close()
+	defer second.Close()
+	db.pub.beforeApply = func(b *Batch) {
+		if b == first {
+			b.data = b.data[:len(b.data)-1] // a malformed batch: its apply fails
+		}
+	}
+	group := commitAsGroup(t, db, []*Batch{first, second}, nil)
+	if group[0].err == nil || errors.Is(group[0].err, ErrConditionFailed) {
+		t.Fatalf("first call's apply failed with %v", group[0].err)
+	}
+	if errors.Is(group[1].err, ErrConditionFailed) || !errors.Is(group[1].err, group[0].err) {
+		t.Fatalf("second call, refused on the first's failed write: %v, want %v", group[1].err, group[0].err)
+	}
 }

@@ -93,7 +93,8 @@ type DB struct {
 	logWriter  *wal.Writer
 	logNum     uint64
 	walBuf     []byte
-	condOv     condOverlay // the leader's condition state (cond_eval.go)
+	condOv     condOverlay  // the leader's condition state (cond_eval.go)
+	recent     recentWrites // writes logged by key hash (cond_recent.go)
 	lastSeq    uint64
 	slowdown   slowdownState // level-0 write delay (db_write_slowdown.go)
 	// visibleSeq is the highest sequence number up to which every batch is

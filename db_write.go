@@ -24,6 +24,11 @@ type commitWaiter struct {
 	err  error
 	mem  *memtable.Memtable
 	last uint64
+	// noop marks a batch not logged whose outcome err the leader decided on
+	// an earlier batch of its group: it goes through the publish queue, in
+	// order, applying nothing, so that its writer returns only once that
+	// batch is published (or with the failure of an earlier apply).
+	noop bool
 	// applied is set under the publish queue's lock once the batch is in
 	// mem or failed to go in (publishQueue.applied); err is then its
 	// outcome.
@@ -202,14 +207,15 @@ func releaseBatch(b *Batch) {
 // releases the members of its group. Each writer of a logged batch applies
 // it to the memtable itself, concurrently with the others and with the next
 // leader, and waits until the batch is published; only a group with
-// conditions is applied and published by its leader (applyGroup). No member
+// conditions its leader could not prove from the calls' peeks is applied
+// and published by its leader (applyGroup). No member
 // waits on commitMu.
 func (db *DB) commit(b *Batch, sync bool) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly
 	}
 	w := waiterPool.Get().(*commitWaiter)
-	w.batch, w.sync, w.done, w.err, w.mem, w.last, w.applied = b, sync, false, nil, nil, 0, false
+	w.batch, w.sync, w.done, w.err, w.mem, w.last, w.applied, w.noop = b, sync, false, nil, nil, 0, false, false
 	w.claim.Store(0)
 	w.state.Store(waiterWaiting)
 	defer func() {
@@ -261,8 +267,15 @@ func (db *DB) applyLogged(w *commitWaiter) error {
 	return w.err
 }
 
-// applyOne inserts w's batch into its memtable.
+// applyOne inserts w's batch into its memtable; a no-op waiter's outcome
+// is its own failure.
 func (db *DB) applyOne(w *commitWaiter) error {
+	if db.pub.beforeApply != nil {
+		db.pub.beforeApply(w.batch)
+	}
+	if w.noop {
+		return w.err
+	}
 	if err := w.mem.ApplyBatch(w.batch.data); err != nil {
 		return db.setBackgroundError(fmt.Errorf("memtable apply: %w", err))
 	}
@@ -315,9 +328,12 @@ func (db *DB) leadGroup(w *commitWaiter) {
 		if g == w {
 			continue
 		}
-		if g.done {
+		switch {
+		case g.done:
 			g.release(waiterFinished)
-		} else {
+		case g.noop: // nothing to apply; its writer reports it
+			g.release(waiterApply)
+		default:
 			w.helps = append(w.helps, helpRef{g, g.last})
 			g.release(waiterApply)
 		}
@@ -333,9 +349,20 @@ func (db *DB) leadGroup(w *commitWaiter) {
 // commitGroup is run by the leader with commitMu held: it makes room, stamps
 // the group's batches, evaluates their conditions and logs those that hold.
 // Each logged waiter gets its memtable and sequence range and is pushed onto
-// the publish queue, or, in a group with conditions, is applied, published
-// and done; a waiter whose batch failed alone is done with its error; on a
-// returned error nothing was logged.
+// the publish queue, or, in a group with conditions not proven by their
+// peeks, is applied, published and done; a waiter whose batch failed alone
+// is done with its error; on a returned error nothing was logged.
+//
+// A group with conditions takes one of two paths (RFC 0009, "Single-key
+// calls"). If the table of recent writes proves every conditional batch's
+// peek current (recentWrites.peekProof), the conditions are evaluated on
+// the peeks and the group is pushed like a blind one: nothing waits for
+// earlier batches to be applied. Otherwise the leader first waits until
+// every batch logged before the group is applied and visible, evaluates the
+// conditions against the latest state and applies the group itself
+// (applyGroup). A proof can still fail within the group (an earlier batch
+// of the group writes the key's slot): the group is then stamped again on
+// the draining path.
 func (db *DB) commitGroup(group []*commitWaiter) error {
 	groupBytes := 0
 	for _, g := range group {
@@ -345,48 +372,30 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 		return err
 	}
 	lastCond := lastConditional(group)
-	if lastCond >= 0 {
-		// Conditions see the latest committed state: every batch logged
-		// before this group must be in the memtable and visible first.
-		if err := db.pub.wait(); err != nil {
-			return err
+	proven := lastCond >= 0 && db.recent.provable(group[:lastCond+1], db.mem.LogNum())
+	st, ok, err := db.stampGroup(group, lastCond, proven)
+	if !ok {
+		for _, g := range group {
+			g.done, g.err, g.noop = false, nil, false
 		}
+		proven = false
+		st, _, err = db.stampGroup(group, lastCond, false)
 	}
-	now := db.clock.NowMillis()
-	seq := db.lastSeq + 1
-	buf := db.walBuf[:0]
-	needSync := false
-	logged := 0 // waiters still !done after stamping are the ones logged
-	if lastCond >= 0 {
-		db.condOv.begin(db, now)
+	switch {
+	case lastCond < 0:
+	case proven:
+		db.metrics.condGroupsProven.Add(1)
+	default:
+		db.metrics.condGroupsDrained.Add(1)
 	}
-	for i, g := range group {
-		if err := g.batch.stamp(seq, now); err != nil {
-			g.done, g.err = true, err
-			continue
-		}
-		// Conditions are evaluated in commit order, after stamping; a batch
-		// whose condition fails is not logged (cond_eval.go).
-		if i <= lastCond {
-			if err := db.condOv.admit(g.batch, i < lastCond); err != nil {
-				g.done, g.err = true, err
-				continue
-			}
-		}
-		buf = wal.AppendRecord(buf, g.batch.data)
-		seq += uint64(g.batch.count)
-		g.last = seq - 1
-		g.claim.Store(g.last) // before g is released (applyLogged)
-		needSync = needSync || g.sync
-		logged++
-	}
-	if cap(buf) <= 4<<20 {
+	buf := st.buf
+	if buf != nil && cap(buf) <= 4<<20 {
 		db.walBuf = buf[:0]
 	}
-	if logged == 0 {
-		return nil
+	if err != nil || len(buf) == 0 {
+		return err
 	}
-	if needSync {
+	if st.sync {
 		// Written and synced from this goroutine: one write and one sync,
 		// no hand-off to the WAL's flusher.
 		if err := db.logWriter.WriteSync(buf); err != nil {
@@ -402,8 +411,8 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 		return db.setBackgroundError(fmt.Errorf("WAL write: %w", err))
 	}
 	db.metrics.walBytes.Add(uint64(len(buf)))
-	db.lastSeq = seq - 1
-	if lastCond >= 0 {
+	db.lastSeq = st.next - 1
+	if lastCond >= 0 && !proven {
 		db.applyGroup(group, db.lastSeq)
 		return nil
 	}
@@ -421,15 +430,91 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 	return nil
 }
 
-// applyGroup applies the logged batches of a group with conditions from the
-// leader, under commitMu, with one memtable lock, publishes them up to last
-// and marks their waiters done. The publish queue is empty (the leader
-// waited for it before evaluating the conditions, and nothing is pushed
-// while it holds commitMu), so no other writer publishes meanwhile. A group
-// with conditions has stopped the pipeline already; applying it here lets
-// the next group, often conditional too, start without waiting for this
-// group's members to be scheduled. A failed apply fails every batch of the
-// group and publishes none.
+// stampGroup stamps the batches of group from sequence number lastSeq+1,
+// evaluates the conditions of group[:lastCond+1] in commit order, records
+// each batch that is to be logged in the table of recent writes and
+// returns them stamped (stampedGroup). A batch whose stamp or condition
+// fails is done with its error. If proven, each condition is evaluated on
+// its batch's peek, which must still be proven current
+// (recentWrites.peekProof); if one is not, stampGroup returns ok false
+// having logged nothing (the slots it raised stay raised: a raised slot
+// only withholds proofs), and the group must be stamped again with proven
+// false. Otherwise it first waits until every batch logged before the group
+// is applied and visible.
+func (db *DB) stampGroup(group []*commitWaiter, lastCond int, proven bool) (st stampedGroup, ok bool, err error) {
+	if lastCond >= 0 && !proven {
+		// Conditions see the latest committed state: every batch logged
+		// before this group must be in the memtable and visible first.
+		if err := db.pub.wait(); err != nil {
+			return st, true, err
+		}
+	}
+	now := db.clock.NowMillis()
+	seq := db.lastSeq + 1
+	buf := db.walBuf[:0]
+	if lastCond >= 0 {
+		db.condOv.begin(db, now)
+	}
+	logNum := db.mem.LogNum()
+	for i, g := range group {
+		if err := g.batch.stamp(seq, now); err != nil {
+			g.done, g.err = true, err
+			continue
+		}
+		// Conditions are evaluated in commit order, after stamping; a batch
+		// whose condition fails is not logged (cond_eval.go).
+		if i <= lastCond {
+			var err error
+			switch {
+			case !proven:
+				err = db.condOv.admit(g.batch, i < lastCond)
+			case len(g.batch.cond.list) > 0:
+				proved, rests, aerr := db.condOv.admitPeeked(g.batch, logNum, i < lastCond)
+				if !proved {
+					return stampedGroup{buf: buf}, false, nil
+				}
+				if aerr != nil && rests {
+					// Decided on a write of this group: returned once
+					// that write is published.
+					g.err, g.noop = aerr, true
+					continue
+				}
+				err = aerr
+			}
+			if err != nil {
+				g.done, g.err = true, err
+				continue
+			}
+		}
+		buf = wal.AppendRecord(buf, g.batch.data)
+		seq += uint64(g.batch.count)
+		g.last = seq - 1
+		g.claim.Store(g.last) // before g is released (applyLogged)
+		db.recent.note(g.batch.data, g.last)
+		st.sync = st.sync || g.sync
+	}
+	st.buf, st.next = buf, seq
+	return st, true, nil
+}
+
+// stampedGroup is what stampGroup made of a group: the WAL records of the
+// batches to log (empty if none), whether one of them asks for a sync, and
+// the sequence number after them.
+type stampedGroup struct {
+	buf  []byte
+	sync bool
+	next uint64
+}
+
+// applyGroup applies the logged batches of a group with conditions not
+// proven by their peeks from the leader, under commitMu, with one memtable
+// lock, publishes them up to last and marks their waiters done. The publish
+// queue is empty (the leader waited for it before evaluating the
+// conditions, and nothing is pushed while it holds commitMu), so no other
+// writer publishes meanwhile. Such a group has stopped the pipeline
+// already; applying it here lets the next group, often conditional too,
+// start without waiting for this group's members to be scheduled. A failed
+// apply fails every batch of the group and publishes none.
 func (db *DB) applyGroup(group []*commitWaiter, last uint64) {
 	var local [16][]byte
 	logged := local[:0]

@@ -24,6 +24,11 @@ import (
 // setBackgroundError) is popped without publishing it, and every batch
 // popped after it fails with the same error: the visible sequence number
 // stays below it for good, so no read ever sees part of it.
+//
+// A no-op waiter (commitWaiter.noop) is a call not logged whose failure the
+// leader decided on an earlier batch of its group: it is queued after that
+// batch, applies nothing and publishes nothing, and its writer learns its
+// outcome when it is popped, once that batch is published.
 
 // publishQueue is the queue of logged, unpublished batches.
 type publishQueue struct {
@@ -39,6 +44,11 @@ type publishQueue struct {
 	// channel.
 	drain   chan struct{}
 	drainCh chan struct{}
+	// Test hooks, nil outside tests and set before the database is used:
+	// beforeApply runs in a writer before it applies its logged batch,
+	// beforeDrain in wait before it blocks until the queue is empty.
+	beforeApply func(*Batch)
+	beforeDrain func()
 }
 
 // minQueueCompact is the smallest head offset at which push moves the
@@ -76,6 +86,10 @@ func (q *publishQueue) applied(w *commitWaiter, err error, visible *atomic.Uint6
 		q.q[q.head] = nil
 		q.head++
 		switch {
+		case h.noop: // its outcome stands unless an earlier apply failed
+			if q.err != nil {
+				h.err = q.err
+			}
 		case q.err != nil:
 			if h.err == nil {
 				h.err = q.err
@@ -124,6 +138,9 @@ func (q *publishQueue) wait() error {
 	}
 	q.drain = q.drainCh
 	q.mu.Unlock()
+	if q.beforeDrain != nil {
+		q.beforeDrain()
+	}
 	<-q.drainCh
 	q.mu.Lock()
 	err := q.err

@@ -243,14 +243,10 @@ func (db *DB) checkMergeOperator(recorded string) error {
 }
 
 // resolveMerge returns the state merge operand r (stamped, committing at
-// o.now) gives its key: folded onto the live state beneath it, whose
-// deadline it keeps, or from nothing under its own deadline (RFC 0010
+// o.now) gives its key in state s: folded onto the live state beneath it,
+// whose deadline it keeps, or from nothing under its own deadline (RFC 0010
 // rules 1 and 2).
-func (o *condOverlay) resolveMerge(r *format.Row) (keyState, error) {
-	s, err := o.state(r.Key, true)
-	if err != nil {
-		return keyState{}, err
-	}
+func (o *condOverlay) resolveMerge(r *format.Row, s keyState) (keyState, error) {
 	if !s.live {
 		s = keyState{expires: r.HasExpiry(), deadline: r.ExpireTS}
 	}

@@ -14,6 +14,7 @@ type metricsCounters struct {
 	rowsWritten, batchesCommitted          atomic.Uint64
 	gets, rowsRead, expiredOnRead          atomic.Uint64
 	touchesCoalesced, condReadFailures     atomic.Uint64
+	condGroupsProven, condGroupsDrained    atomic.Uint64
 	bloomNegatives, bloomFalsePositives    atomic.Uint64
 	walBytes, walSyncs                     atomic.Uint64
 	walSegmentsCreated, walRecordsReplayed atomic.Uint64
@@ -86,6 +87,12 @@ type Metrics struct {
 	// commit pipeline already found false: they returned without writing
 	// or waiting for the pipeline.
 	ConditionsFailedOnRead uint64
+	// CondGroupsProven counts commit groups with conditions that went
+	// through the pipeline as blind ones do, every condition evaluated on
+	// its call's read before the pipeline, proven current by the table of
+	// recent writes; CondGroupsDrained those that waited for every earlier
+	// batch to be applied first (RFC 0009, "Single-key calls").
+	CondGroupsProven, CondGroupsDrained uint64
 	// BloomNegatives counts table lookups a bloom filter skipped;
 	// BloomFalsePositives those it let through that found nothing.
 	BloomNegatives, BloomFalsePositives uint64
@@ -190,6 +197,7 @@ func (db *DB) Metrics() Metrics {
 		RowsWritten: c.rowsWritten.Load(), BatchesCommitted: c.batchesCommitted.Load(),
 		Gets: c.gets.Load(), RowsRead: c.rowsRead.Load(), ExpiredOnRead: c.expiredOnRead.Load(),
 		TouchesCoalesced: c.touchesCoalesced.Load(), ConditionsFailedOnRead: c.condReadFailures.Load(),
+		CondGroupsProven: c.condGroupsProven.Load(), CondGroupsDrained: c.condGroupsDrained.Load(),
 		BloomNegatives: c.bloomNegatives.Load(), BloomFalsePositives: c.bloomFalsePositives.Load(),
 		WALBytes: c.walBytes.Load(), WALSyncs: c.walSyncs.Load(),
 		WALSegmentsCreated: c.walSegmentsCreated.Load(), WALRecordsReplayed: c.walRecordsReplayed.Load(),
