@@ -92,11 +92,18 @@ func (db *DB) nextDropWait() (time.Duration, bool) {
 // scheduleCompactions starts background compactions until the picker has
 // nothing more or the limit is reached.
 func (db *DB) scheduleCompactions(g *errgroup.Group) {
+	// The WaitForCompactions requests made before this pass's age check:
+	// only those may learn from it that nothing is due. A request made
+	// after it (the clock advanced since, say) needs a pass that checks
+	// the memtable's age again.
+	db.mu.Lock()
+	gen := db.idleRequested
+	db.mu.Unlock()
 	db.maybeRotateByAge()
 	for {
 		db.mu.Lock()
 		if db.closed || db.bgErr != nil || db.opts.DisableAutoCompaction || db.manualCompactions > 0 {
-			db.markCompactionIdle()
+			db.markCompactionIdle(gen)
 			db.mu.Unlock()
 			return
 		}
@@ -107,7 +114,7 @@ func (db *DB) scheduleCompactions(g *errgroup.Group) {
 		env := db.pickerEnv()
 		p := compaction.PickAuto(db.pickerLevels(), db.pickerOpts(), env)
 		if p == nil {
-			db.markCompactionIdle()
+			db.markCompactionIdle(gen)
 			db.mu.Unlock()
 			return
 		}
@@ -122,13 +129,14 @@ func (db *DB) scheduleCompactions(g *errgroup.Group) {
 	}
 }
 
-// markCompactionIdle records that the scheduler found nothing to do at the
-// current request generation. The caller holds db.mu.
-func (db *DB) markCompactionIdle() {
+// markCompactionIdle records that the scheduler found nothing to do for
+// the requests up to generation gen (those made before the pass began).
+// The caller holds db.mu.
+func (db *DB) markCompactionIdle(gen uint64) {
 	// With a frozen memtable waiting, the flush's own wake-up of the
 	// scheduler is the pass that may declare idleness.
-	if db.runningCompactions == 0 && len(db.imm) == 0 {
-		db.idleSeen = db.idleRequested
+	if db.runningCompactions == 0 && len(db.imm) == 0 && gen > db.idleSeen {
+		db.idleSeen = gen
 		db.cond.Broadcast()
 	}
 }

@@ -897,3 +897,26 @@ func TestShadowedCounterTablesFold(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitForCompactionsSeesAgeRotation: after the clock passes the point
+// where the active memtable is due for rotation by age, WaitForCompactions
+// returns only once it is rotated and flushed, also when a scheduler pass
+// that checked the memtable's age before the clock moved is still running
+// when the wait begins (each round's writes fill small memtables, whose
+// flushes end, and start passes, around the wait).
+func TestWaitForCompactionsSeesAgeRotation(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openTestDB(t, t.TempDir(), clk, func(o *Options) { o.MemtableSize = 64 << 10 })
+	defer db.Close()
+	value := make([]byte, 1000)
+	for round := range 200 {
+		for i := range 100 {
+			must(t, db.PutTTL(fmt.Appendf(nil, "k%03d-%03d", round, i), value, ExpireAfter(time.Minute)))
+		}
+		clk.Advance(time.Minute) // due: a quarter of the rows' TTL is past
+		must(t, db.WaitForCompactions(t.Context()))
+		if m := db.Metrics(); m.MemtableBytes != 0 || m.ImmutableMemtables != 0 {
+			t.Fatalf("round %d: %d bytes in the active memtable, %d frozen, after the wait; want every row flushed", round, m.MemtableBytes, m.ImmutableMemtables)
+		}
+	}
+}
