@@ -35,10 +35,9 @@ import (
 // become resident as they are first written, a recycled chunk's are
 // resident in full, so the unused end of a memtable's last record chunk,
 // and of its last node chunk, may be resident memory that holds nothing: up
-// to a chunk each, per live memtable. 256 KiB keeps that slack near 1 MiB
-// across the two memtables of a fill, while a fresh chunk's mmap still
-// amortises over 64 pages and offsets still fit a location's 20 bits
-// (keys.go; RFC 0003, "Chunk size").
+// to a chunk each, per live memtable. The size weighs that slack against
+// how often a chunk is mapped, and an offset within a chunk must fit a
+// location's 20 bits (keys.go; RFC 0003, "Chunk size").
 const arenaChunk = 256 << 10
 
 // ChunkSize is the size of the arena chunks memtables and Pools hold (a

@@ -13,8 +13,8 @@ import (
 )
 
 // TestScale100kTTL writes 100,000 keys in a scattered order, half expiring after 1s and half
-// after 1h, with a 768 KiB memtable (about 6,700 of these rows) so that
-// flushes and automatic compactions run, and checks counts before expiry, after it, after a full compaction
+// after 1h, with a 768 KiB memtable, which the rows fill many times over, so
+// that flushes and automatic compactions run, and checks counts before expiry, after it, after a full compaction
 // (the expired rows are gone from disk) and after reopen.
 func TestScale100kTTL(t *testing.T) {
 	t.Parallel()
