@@ -415,9 +415,10 @@ func (db *DB) publishReadState() {
 }
 
 // newMemtable returns an empty memtable for WAL segment logNum whose arena
-// comes from the DB's chunk pool.
+// comes from the DB's chunk pool, with a whole-key filter sized for
+// MemtableSize.
 func (db *DB) newMemtable(logNum uint64) *memtable.Memtable {
-	return memtable.NewPooled(logNum, db.memPool)
+	return memtable.NewFiltered(logNum, db.memPool, db.opts.MemtableSize)
 }
 
 // setMemtables makes mem the active memtable and imm (oldest first) the

@@ -1,6 +1,7 @@
 package memtable
 
 import (
+	"fmt"
 	"math/rand"
 	"slices"
 	"sync"
@@ -332,4 +333,41 @@ func BenchmarkParallelGetWhileInserting(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkGetFiltered looks up present and absent keys in a 200k-row
+// memtable (about 33 MB) without and with a whole-key filter sized for it.
+func BenchmarkGetFiltered(b *testing.B) {
+	const n = 200000
+	for _, expected := range []int64{0, 33 << 20} {
+		m := NewFiltered(1, nil, expected)
+		val := make([]byte, 100)
+		for i := range n {
+			var key [16]byte
+			m.Add(&format.Row{Key: benchKey(key[:], uint64(2*i)), Seq: uint64(i + 1), Value: val})
+		}
+		for _, present := range []bool{true, false} {
+			b.Run(fmt.Sprintf("filter=%t/present=%t", expected > 0, present), func(b *testing.B) {
+				rng := rand.New(rand.NewSource(1))
+				keys := make([][]byte, 4096)
+				for i := range keys {
+					k := 2 * uint64(rng.Intn(n))
+					if !present {
+						k++
+					}
+					keys[i] = benchKey(make([]byte, 16), k)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				cpu0 := processCPU()
+				for i := 0; i < b.N; i++ {
+					if _, ok := m.Get(keys[i%len(keys)], format.MaxSeq); ok != present {
+						b.Fatalf("Get found=%v, want %v", ok, present)
+					}
+				}
+				b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			})
+		}
+		m.Unref()
+	}
 }

@@ -24,5 +24,6 @@ func (m *Memtable) Freeze() {
 func (m *Memtable) Frozen() bool { return m.sealed.Load() }
 
 // MemoryBytes returns the memory the memtable holds for its rows: Size,
-// frozen or not (the index lives in the arena with the records).
-func (m *Memtable) MemoryBytes() int64 { return m.Size() }
+// frozen or not (the index lives in the arena with the records), and its
+// whole-key filter.
+func (m *Memtable) MemoryBytes() int64 { return m.Size() + m.filter.bytes() }

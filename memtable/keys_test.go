@@ -59,9 +59,11 @@ func sameRow(a, b *format.Row) bool {
 // TestTrickyKeysMatchReference checks order, Get and every row field
 // against a sorted reference for keys that tie on their first 16 bytes.
 func TestTrickyKeysMatchReference(t *testing.T) {
+	forEachFilter(t, testTrickyKeysMatchReference)
+}
+
+func testTrickyKeysMatchReference(t *testing.T, m *Memtable) {
 	rng := rand.New(rand.NewSource(7))
-	m := New(1)
-	defer m.Unref()
 	var ref []format.Row
 	for seq := uint64(1); seq <= 3000; seq++ {
 		r := randomRow(rng, seq)

@@ -59,6 +59,8 @@ type Memtable struct {
 
 	refs atomic.Int32 // references; the arena is freed when they reach 0
 
+	filter keyFilter // whole-key filter (filter.go); none for New and NewPooled
+
 	// deadlineRows counts the deadline rows and merge operands added;
 	// deadlineMinTS is the earliest commit time among them (MaxInt64:
 	// none). Each row updates them before it is linked.
@@ -79,8 +81,14 @@ func New(logNum uint64) *Memtable { return NewPooled(logNum, nil) }
 // NewPooled is New for a memtable whose arena chunks come from pool when it
 // has any and go back to it at the last Unref (see Pool). A nil pool is
 // New.
-func NewPooled(logNum uint64, pool *Pool) *Memtable {
-	m := &Memtable{logNum: logNum, pool: pool}
+func NewPooled(logNum uint64, pool *Pool) *Memtable { return NewFiltered(logNum, pool, 0) }
+
+// NewFiltered is NewPooled for a memtable expected to grow to about
+// expectedBytes (Size), with a whole-key filter sized for that (filter.go)
+// which spares most lookups of absent keys the skiplist search. The
+// filter takes about expectedBytes/64 bytes of Go heap; 0 means no filter.
+func NewFiltered(logNum uint64, pool *Pool, expectedBytes int64) *Memtable {
+	m := &Memtable{logNum: logNum, pool: pool, filter: makeKeyFilter(expectedBytes)}
 	// No chunk yet: the first alloc of each kind adds one.
 	m.arena.cur[nodeSpace].Store(arenaChunk)
 	m.arena.cur[recordSpace].Store(arenaChunk)

@@ -144,6 +144,7 @@ func (m *Memtable) insert(v *view, sp *splice, r *format.Row) int64 {
 	n.k0, n.k1 = inline(r.Key)
 	n.loc, n.seq = loc, r.Seq
 	s := searchKey{k0: n.k0, k1: n.k1, key: r.Key, seq: r.Seq}
+	m.filter.add(keyHash(n.k0, n.k1, r.Key)) // before the node can be seen
 	v.link(sp, ref, n, h, &s)
 	return int64(ns + rl)
 }

@@ -35,9 +35,24 @@ func stressKey(w, i int) []byte {
 // applied before the walk started; every such row must be found by Get at
 // its sequence number. Run with -race.
 func TestConcurrentInsertsAndReads(t *testing.T) {
+	forEachFilter(t, testConcurrentInsertsAndReads)
+}
+
+// forEachFilter runs test on a memtable without a whole-key filter and on
+// one whose filter is sized for a tenth of the rows it gets (so that it is
+// overloaded and answers "may contain" for many absent keys too).
+func forEachFilter(t *testing.T, test func(t *testing.T, m *Memtable)) {
+	for _, expected := range []int64{0, 64 << 10} {
+		t.Run(fmt.Sprintf("filter=%d", expected), func(t *testing.T) {
+			m := NewFiltered(1, nil, expected)
+			defer m.Unref()
+			test(t, m)
+		})
+	}
+}
+
+func testConcurrentInsertsAndReads(t *testing.T, m *Memtable) {
 	const writers, perWriter, readers = 4, 3000, 3
-	m := New(1)
-	defer m.Unref()
 	seqOf := func(w, i int) uint64 { return uint64(i*writers + w + 1) }
 	var done [writers]atomic.Int64 // rows of writer w applied so far
 	var wg sync.WaitGroup
