@@ -10,9 +10,10 @@ import "fmt"
 // would: they then survive a crash of the machine, and on an object store
 // they are uploaded.
 //
-// Unsynced writes normally reach the operating system within microseconds
-// on their own; FlushWAL is for callers that need to know they did, for
-// example before handing a copy of the directory to another process.
+// Unsynced writes normally reach the operating system on their own within
+// Options.WALMinWriteInterval (100 µs by default); FlushWAL is for callers
+// that need to know they did, for example before handing a copy of the
+// directory to another process.
 func (db *DB) FlushWAL(sync bool) error {
 	if db.opts.ReadOnly {
 		return ErrReadOnly

@@ -83,6 +83,7 @@ func (db *DB) createLogSegment(num uint64) (*wal.Writer, error) {
 		db.removeQuietly(logName(num))
 		return nil, err
 	}
+	w.SetMinWriteInterval(db.opts.WALMinWriteInterval)
 	db.metrics.walSegmentsCreated.Add(1)
 	db.opts.EventListener.walCreated(logName(num))
 	return w, nil

@@ -94,6 +94,9 @@ const localReadAheadAfter = 4
 // DefaultTouchWindow is the default Options.TouchWindow.
 const DefaultTouchWindow = time.Second
 
+// DefaultWALMinWriteInterval is the default Options.WALMinWriteInterval.
+const DefaultWALMinWriteInterval = 100 * time.Microsecond
+
 // Options configure a database. The zero value of every field means its
 // documented default; Open never modifies the caller's Options. A negative
 // number is invalid in every field (Open fails with ErrInvalidOptions naming
@@ -231,6 +234,22 @@ type Options struct {
 	// DisableAgeRotation turns rotation by age off: memtables rotate only
 	// when full.
 	DisableAgeRotation bool
+	// WALMinWriteInterval is the shortest time between two writes of
+	// unsynced WAL bytes to the operating system by the background
+	// flusher. Commits that arrive within it after a write are handed over
+	// together when it ends, or as soon as 32 KiB have gathered, so a
+	// stream of small unsynced writes costs one write system call per
+	// interval rather than about one per commit. An unsynced write then
+	// reaches the operating system, and survives a crash of the process,
+	// within about this interval; a write after a quiet interval, a synced
+	// write, FlushWAL and Close are not delayed. Default: 100 µs
+	// (DefaultWALMinWriteInterval; RFC 0003, "WAL writer and background
+	// flusher").
+	WALMinWriteInterval time.Duration
+	// DisableWALMinWriteInterval lets the flusher write whenever it runs,
+	// so that an unsynced write reaches the operating system as soon as
+	// the flusher is scheduled.
+	DisableWALMinWriteInterval bool
 
 	// --- SSTables ---
 
@@ -344,12 +363,13 @@ type WriteOptions struct {
 	// Default false: the call returns once the write is in the WAL buffer
 	// and the memtable. A background flusher hands the buffer to the
 	// operating system continuously (one write system call serves every
-	// commit that arrived meanwhile), so an unsynced write normally survives
-	// a crash of the process within microseconds on a local disk (on an
-	// object store, within the S3 backend's FlushInterval, 100 ms by
-	// default), and a crash of the machine once a later synced write, a
-	// memtable rotation or Close has synced the WAL. Nothing acknowledged
-	// with Sync is ever lost.
+	// commit that arrived meanwhile, at most one per
+	// Options.WALMinWriteInterval), so an unsynced write normally survives a
+	// crash of the process within that interval (100 µs by default) on a
+	// local disk (on an object store, within the S3 backend's
+	// FlushInterval, 100 ms by default), and a crash of the machine once a
+	// later synced write, a memtable rotation or Close has synced the WAL.
+	// Nothing acknowledged with Sync is ever lost.
 	Sync bool
 }
 
@@ -421,6 +441,9 @@ func (o *Options) withDefaults() (*Options, error) {
 	}
 	if c.MemtableExpiryFraction == 0 && !c.DisableAgeRotation {
 		c.MemtableExpiryFraction = 0.25
+	}
+	if c.WALMinWriteInterval == 0 && !c.DisableWALMinWriteInterval {
+		c.WALMinWriteInterval = DefaultWALMinWriteInterval
 	}
 	if c.BlockSize == 0 {
 		c.BlockSize = 4096
@@ -503,6 +526,7 @@ func (o *Options) checkSigns() error {
 		{"MemtableSize", o.MemtableSize, o.MemtableSize < 0},
 		{"MaxImmutableMemtables", o.MaxImmutableMemtables, o.MaxImmutableMemtables < 0},
 		{"MemtableExpiryFraction", o.MemtableExpiryFraction, o.MemtableExpiryFraction < 0},
+		{"WALMinWriteInterval", o.WALMinWriteInterval, o.WALMinWriteInterval < 0},
 		{"BlockSize", o.BlockSize, o.BlockSize < 0},
 		{"BloomBitsPerKey", o.BloomBitsPerKey, o.BloomBitsPerKey < 0},
 		{"BlockCacheSize", o.BlockCacheSize, o.BlockCacheSize < 0},
@@ -528,6 +552,7 @@ func (o *Options) checkSigns() error {
 	}{
 		{"DisableObsoleteFileGrace", "ObsoleteFileGracePeriod", o.DisableObsoleteFileGrace, o.ObsoleteFileGracePeriod != 0},
 		{"DisableAgeRotation", "MemtableExpiryFraction", o.DisableAgeRotation, o.MemtableExpiryFraction != 0},
+		{"DisableWALMinWriteInterval", "WALMinWriteInterval", o.DisableWALMinWriteInterval, o.WALMinWriteInterval != 0},
 		{"DisableBloomFilters", "BloomBitsPerKey", o.DisableBloomFilters, o.BloomBitsPerKey != 0},
 		{"DisableBlockCache", "BlockCacheSize", o.DisableBlockCache, o.BlockCacheSize != 0},
 		{"DisableReadAhead", "ReadAheadSize", o.DisableReadAhead, o.ReadAheadSize != 0},

@@ -147,6 +147,9 @@ func TestDisableOptions(t *testing.T) {
 	}{
 		{"DisableObsoleteFileGrace", "ObsoleteFileGracePeriod", func(db *DB) bool { return db.opts.ObsoleteFileGracePeriod == 0 }},
 		{"DisableAgeRotation", "MemtableExpiryFraction", func(db *DB) bool { return db.opts.MemtableExpiryFraction == 0 }},
+		{"DisableWALMinWriteInterval", "WALMinWriteInterval", func(db *DB) bool {
+			return db.opts.WALMinWriteInterval == 0 && db.logWriter.MinWriteInterval() == 0
+		}},
 		{"DisableBloomFilters", "BloomBitsPerKey", func(db *DB) bool { return db.opts.BloomBitsPerKey == 0 }},
 		{"DisableBlockCache", "BlockCacheSize", func(db *DB) bool { return db.opts.BlockCacheSize == 0 && db.cache == nil }},
 		{"DisableReadAhead", "ReadAheadSize", func(db *DB) bool { return db.opts.ReadAheadSize == 0 && db.compactionReadAhead == 0 }},

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/mayflydb/mayfly/internal/manual"
@@ -28,6 +29,12 @@ import (
 // background flusher").
 const maxPending = 512 << 10
 
+// gatherBytes ends a flusher's hold early: with a minimum write interval
+// set, the flusher writes as soon as this many bytes are pending, without
+// waiting for the interval to pass (RFC 0003, "WAL writer and background
+// flusher").
+const gatherBytes = 32 << 10
+
 // Writer appends records to one segment. Records appended with Write are
 // handed to the operating system by a background flusher goroutine, which
 // writes whatever has accumulated each time it runs, so that one write
@@ -35,7 +42,13 @@ const maxPending = 512 << 10
 // from the calling goroutine instead (unless the flusher is writing at that
 // moment) and then make everything durable, so that a synced commit costs
 // one write and one sync system call and no hand-off to the flusher and back
-// (two goroutine wake-ups, each a futex call and a thread switch). Only one
+// (two goroutine wake-ups, each a futex call and a thread switch). With a
+// minimum write interval (SetMinWriteInterval), the flusher writes at most
+// once per interval unless gatherBytes are pending: bytes appended within
+// the interval after its last write wait for the interval to end, so that
+// under a steady stream of commits one write system call serves more of
+// them, while a commit after a quiet interval is written at once. Flush,
+// WriteSync and Close never wait for the interval. Only one
 // write to the log is in progress at a time, so records reach it in the
 // order they were appended. Write, WriteSync, Flush, Sync and Close are
 // safe for concurrent use.
@@ -57,6 +70,12 @@ type Writer struct {
 	err      error      // sticky: after a failed write the segment's tail is unknown
 	closing  bool
 	done     chan struct{}
+
+	interval  time.Duration // the flusher's minimum write interval; 0: none
+	lastWrite time.Time     // when the last write to lw began
+	timer     *time.Timer   // ends a hold (created by the first hold)
+	holding   bool          // the flusher is holding pending bytes to gather more
+	hurry     bool          // Flush waits: the next write must not be held back
 }
 
 // CreateLog creates log name in s for a new segment. Where s can
@@ -126,6 +145,24 @@ func NewWriter(lw storage.LogWriter, segNum uint64) (*Writer, error) {
 	return w, nil
 }
 
+// SetMinWriteInterval makes the flusher write at most once per d, unless
+// gatherBytes are pending; 0 (the default) lets it write whenever it runs.
+// A record appended with Write then reaches the operating system within
+// about d of the call (plus scheduling delays), or at once when a Flush,
+// WriteSync or Close asks.
+func (w *Writer) SetMinWriteInterval(d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.interval = max(d, 0)
+}
+
+// MinWriteInterval returns the interval SetMinWriteInterval set.
+func (w *Writer) MinWriteInterval() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.interval
+}
+
 // flushLoop hands appended bytes to the log until Close.
 func (w *Writer) flushLoop() {
 	defer close(w.done)
@@ -134,6 +171,10 @@ func (w *Writer) flushLoop() {
 	for {
 		for (len(w.pending) == 0 || w.writing) && !w.closing {
 			w.work.Wait()
+		}
+		if w.shouldHold() {
+			w.hold()
+			continue
 		}
 		for w.writing { // closing: let a WriteSync finish first
 			w.work.Wait()
@@ -148,12 +189,70 @@ func (w *Writer) flushLoop() {
 	}
 }
 
+// holdFor returns how long the flusher should hold the pending bytes back
+// to gather more: the rest of the interval since its last write, or 0 to
+// write now. The caller holds mu.
+func (w *Writer) holdFor() time.Duration {
+	if w.interval == 0 || w.closing || w.hurry || len(w.pending) >= gatherBytes {
+		return 0
+	}
+	return max(w.interval-time.Since(w.lastWrite), 0)
+}
+
+// shouldHold reports whether holdFor is not 0.
+func (w *Writer) shouldHold() bool { return w.holdFor() > 0 }
+
+// hold waits until the interval since the last write has passed,
+// gatherBytes are pending, or a Flush or Close hurries the flusher. The
+// caller (the flusher) holds mu. A timer left over from an earlier hold can
+// only end a later one early, and the flusher then holds again for what is
+// left.
+func (w *Writer) hold() {
+	d := w.holdFor()
+	w.holding = true
+	if w.timer == nil {
+		w.timer = time.AfterFunc(d, w.endHold)
+	} else {
+		w.timer.Reset(d)
+	}
+	for w.holding && w.shouldHold() {
+		w.work.Wait()
+	}
+	if w.holding {
+		w.holding = false
+		w.timer.Stop()
+	}
+}
+
+// endHold is the hold timer's function: it wakes a holding flusher.
+func (w *Writer) endHold() {
+	w.mu.Lock()
+	if w.holding {
+		w.holding = false
+		w.work.Signal()
+	}
+	w.mu.Unlock()
+}
+
+// wake signals the flusher after an append, unless it is holding and the
+// pending bytes are still short of gatherBytes (its timer wakes it).
+// The caller holds mu.
+func (w *Writer) wake() {
+	if !w.holding || len(w.pending) >= gatherBytes {
+		w.work.Signal()
+	}
+}
+
 // writePending hands the pending bytes to lw. The caller holds mu, which
 // is released during the write, and no write is in progress.
 func (w *Writer) writePending() {
 	buf := w.pending
 	w.pending = nil // the next append takes the other buffer
+	w.hurry = false // this write covers every byte a Flush waits for
 	w.writing = true
+	if w.interval > 0 {
+		w.lastWrite = time.Now()
+	}
 	w.mu.Unlock()
 	n, err := w.lw.Write(buf)
 	if err == nil && n != len(buf) {
@@ -183,7 +282,7 @@ func (w *Writer) Write(records []byte) error {
 	if err := w.appendLocked(records); err != nil {
 		return err
 	}
-	w.work.Signal()
+	w.wake()
 	return nil
 }
 
@@ -237,6 +336,10 @@ func (w *Writer) Flush() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	target := w.appended
+	if w.written < target && !w.hurry {
+		w.hurry = true
+		w.work.Signal()
+	}
 	for w.err == nil && w.written < target {
 		w.progress.Wait()
 	}
@@ -340,6 +443,9 @@ func (w *Writer) Close() error {
 	w.mu.Unlock()
 	<-w.done
 	w.mu.Lock()
+	if w.timer != nil {
+		w.timer.Stop()
+	}
 	err := w.err
 	if err == nil {
 		w.err = errors.New("wal: writer is closed")

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mayflydb/mayfly/format"
 	"github.com/mayflydb/mayfly/internal/manual"
@@ -844,4 +845,134 @@ func TestPreallocatedSegmentCuts(t *testing.T) {
 			t.Fatalf("garbage at %d after zeros at %d: %+v, %d records", junk, b, res, len(got))
 		}
 	}
+}
+
+// countLog counts the log writes and their bytes, safely for the test to
+// read while the flusher writes.
+type countLog struct {
+	mu            sync.Mutex
+	writes, bytes int
+}
+
+func (c *countLog) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writes++
+	c.bytes += len(p)
+	return len(p), nil
+}
+
+func (c *countLog) Sync() error  { return nil }
+func (c *countLog) Close() error { return nil }
+
+func (c *countLog) counts() (writes, bytes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writes, c.bytes
+}
+
+// waitUntil yields until cond holds, failing the test if it does not within
+// 10 s (a flusher that never gets there).
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting for %s", what)
+		}
+		runtime.Gosched()
+	}
+}
+
+func (w *Writer) isHolding() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.holding && len(w.pending) > 0
+}
+
+// TestMinWriteInterval: with a minimum write interval (an hour, so that it
+// never ends by itself here), the flusher writes an append that follows a
+// quiet interval at once; it holds the appends that follow within the
+// interval, and writes them together as soon as gatherBytes are pending,
+// when Flush asks, or when Close drains; WriteSync writes whatever is held
+// itself. No byte is lost or written twice.
+func TestMinWriteInterval(t *testing.T) {
+	cl := &countLog{}
+	w, err := NewWriter(cl, testSeg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetMinWriteInterval(time.Hour)
+	rec := AppendRecord(nil, make([]byte, 100))
+	appended := HeaderSize
+	write := func() {
+		t.Helper()
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		appended += len(rec)
+	}
+	wantWrites := func(step string, n int) {
+		t.Helper()
+		if got, _ := cl.counts(); got != n {
+			t.Fatalf("%s: %d log writes, want %d", step, got, n)
+		}
+	}
+
+	write() // the first since the header: no flusher write yet, so at once
+	waitUntil(t, "the first append's write", func() bool { n, _ := cl.counts(); return n == 2 })
+	for range 10 {
+		write()
+	}
+	waitUntil(t, "the flusher to hold", w.isHolding)
+	wantWrites("appends within the interval", 2)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	wantWrites("Flush", 3)
+
+	write()
+	waitUntil(t, "the flusher to hold", w.isHolding)
+	for range gatherBytes / len(rec) {
+		write()
+	}
+	waitUntil(t, "the gathered write", func() bool { n, _ := cl.counts(); return n == 4 })
+
+	write()
+	waitUntil(t, "the flusher to hold", w.isHolding)
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	wantWrites("Sync", 5)
+
+	write() // preceded by a sync mark
+	waitUntil(t, "the flusher to hold", w.isHolding)
+	size := w.Size()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantWrites("Close", 6)
+	if _, n := cl.counts(); n != appended+SyncMarkSize || int64(n) != size {
+		t.Fatalf("%d bytes reached the log; %d were appended, %d records and a sync mark", n, size, appended)
+	}
+}
+
+// TestMinWriteIntervalEndsHold: held bytes reach the log on their own once
+// the interval since the last write has passed, without any further call.
+func TestMinWriteIntervalEndsHold(t *testing.T) {
+	cl := &countLog{}
+	w, err := NewWriter(cl, testSeg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.SetMinWriteInterval(time.Millisecond)
+	rec := AppendRecord(nil, make([]byte, 100))
+	for range 3 {
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := HeaderSize + 3*len(rec)
+	waitUntil(t, "the held bytes", func() bool { _, n := cl.counts(); return n == want })
 }
