@@ -8,10 +8,10 @@ package sstable
 // their handles, so an Iterator stepping forward from one data block to the
 // next reads a window of the following blocks with a single ReadAt:
 //
-//	SeekGE -> block k          read alone (a seek that needs one block costs one read)
-//	Next   -> block k+1        window W1 = blocks k+1.. up to 64 KiB, read now
-//	Next   -> block k+2 (in W1) W2 (next blocks, 128 KiB) fetched in the background
-//	Next   -> first block of W2 wait for W2 if still in flight; W3 (256 KiB) starts at W2's second block
+//	SeekGE -> block k           read alone (a seek that needs one block costs one read)
+//	Next   -> block k+1         window W1 = blocks k+1.. up to 64 KiB, read now
+//	Next   -> middle block of W1 W2 (next blocks, 128 KiB) fetched in the background
+//	Next   -> first block of W2  wait for W2 if still in flight; W3 (256 KiB) starts at W2's middle block
 //
 // Rules:
 //   - With ReaderOptions.ReadAheadAfter = n, the first n forward steps
@@ -40,6 +40,11 @@ package sstable
 //   - An error reading or checking a fetched block surfaces at the iterator
 //     when it reaches that block, where reading the block alone would have
 //     reported it; a short read fails only the blocks it cut off.
+//   - The next window is fetched in the background once the iterator
+//     reaches the middle block of the current one (its second, for a
+//     window of two): a scan that ends in the first half of a window never
+//     reads the next, and the rest of the window leaves the fetch time to
+//     land (a window's blocks are decoded one by one as they are reached).
 //   - At most one background fetch per window is started, so an iterator
 //     holds at most two windows. Close waits for every fetch it started.
 //   - Point lookups (Reader.Get) never read ahead.
@@ -377,8 +382,8 @@ func (it *Iterator) fromWindow(h blockHandle) (b blockRef, err error, ok bool) {
 }
 
 // take returns block i of window w, waiting for w's fetch, and starts the
-// background fetch of the following window once the iterator is past w's
-// first block.
+// background fetch of the following window once the iterator reaches w's
+// middle block (its second of two).
 func (it *Iterator) take(w *raWindow, i int) (blockRef, error) {
 	if w.done != nil {
 		<-w.done
@@ -409,7 +414,7 @@ func (it *Iterator) take(w *raWindow, i int) (blockRef, error) {
 	default:
 		b = it.r.cacheBlock(w.handles[i], w.blocks[i])
 	}
-	if i > 0 && w == it.ra.cur {
+	if i > 0 && i >= len(w.handles)/2 && w == it.ra.cur {
 		it.prefetch()
 	}
 	return b, nil

@@ -546,3 +546,41 @@ func TestReadAheadAfter(t *testing.T) {
 		t.Fatalf("full scan: %d reads for %d blocks", n, len(hs))
 	}
 }
+
+// TestReadAheadNextWindowFromMiddle: the background fetch of the next
+// window starts when the iterator reaches the middle block of the window it
+// is in, not before, so a scan that ends in the first half of a window
+// never reads the next one.
+func TestReadAheadNextWindowFromMiddle(t *testing.T) {
+	data, _ := raTable(t, NoCompression)
+	obj := newCountingObject(data)
+	r := openRA(t, obj, 1<<20, nil)
+	defer r.Close()
+	it := r.NewIter().(*Iterator)
+	windows := 0
+	var last *raWindow
+	for ok := it.First(); ok && windows < 3; ok = it.Next() {
+		cur := it.ra.cur
+		if cur == nil {
+			continue
+		}
+		if cur != last {
+			windows++
+			last = cur
+		}
+		i := cur.find(it.dataOff)
+		if i < 0 {
+			t.Fatalf("the iterator's block at %d is not in its window", it.dataOff)
+		}
+		if mid := max(1, len(cur.handles)/2); (it.ra.next != nil) != (i >= mid) {
+			t.Fatalf("window %d of %d blocks, at its block %d: next window fetching = %v, want it from block %d on",
+				windows, len(cur.handles), i, it.ra.next != nil, mid)
+		}
+	}
+	if windows < 3 {
+		t.Fatalf("the scan went through %d windows, want 3", windows)
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
