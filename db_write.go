@@ -120,9 +120,11 @@ func (db *DB) commit(b *Batch, sync bool) error {
 }
 
 // applyLogged applies the logged batch of w to its memtable unless its
-// group's leader did, reports it applied, applies the batches of its own
-// group's members that have not started theirs (w.helps, when w led), and
-// returns w's outcome once it is published (or failed).
+// group's leader or another writer did, reports it applied, applies the
+// batches of its own group's members that have not started theirs (w.helps,
+// when w led) and, while w waits for publication, those logged before w
+// that nobody has started (helpEarlier), and returns w's outcome once it is
+// published (or failed).
 //
 // Why the leader helps: a member is released to apply once its batch is
 // logged, but on a busy machine it may wait milliseconds for a processor,
@@ -140,8 +142,30 @@ func (db *DB) applyLogged(w *commitWaiter) error {
 		return w.err
 	}
 	db.applyHelped(w)
+	if w.state.Load() == waiterWaiting {
+		db.helpEarlier(w)
+	}
 	w.await(true, db.committers.Load() <= db.procs)
 	return w.err
+}
+
+// maxHelpEarlier bounds the batches helpEarlier applies for others.
+const maxHelpEarlier = 8
+
+// helpEarlier applies batches logged before w's whose writers have not
+// started them (their claims still set), so that w's publication does not
+// wait until those writers get a processor again: on a busy machine a
+// writer descheduled between logging its batch and applying it holds up
+// every later batch for milliseconds. Any writer may apply a logged batch
+// that it claims, as a leader does for its group's members (applyHelped).
+func (db *DB) helpEarlier(w *commitWaiter) {
+	var local [maxHelpEarlier]helpRef
+	for _, h := range db.pub.unclaimedBefore(w, local[:0]) {
+		if h.w.claim.CompareAndSwap(h.last, 0) {
+			db.pub.applied(h.w, db.applyOne(h.w), &db.visibleSeq, &db.metrics)
+			db.metrics.batchesHelped.Add(1)
+		}
+	}
 }
 
 // applyOne inserts w's batch into its memtable; a no-op waiter's outcome
@@ -165,6 +189,7 @@ func (db *DB) applyHelped(w *commitWaiter) {
 	for i, h := range w.helps {
 		if h.w.claim.CompareAndSwap(h.last, 0) {
 			db.pub.applied(h.w, db.applyOne(h.w), &db.visibleSeq, &db.metrics)
+			db.metrics.batchesHelped.Add(1)
 		}
 		w.helps[i] = helpRef{}
 	}

@@ -17,11 +17,7 @@ package mayfly
 // batches into one write anyway. A group still pays for synced writes, whose
 // fsync it shares (RFC 0003, "Group commit").
 func (db *DB) commitAlone(w *commitWaiter) error {
-	w.alone[0] = w
-	db.commitMu.Lock()
-	err := db.commitGroup(w.alone[:])
-	db.commitMu.Unlock()
-	w.alone[0] = nil
+	err := db.logAlone(w)
 	if !w.done && w.mem == nil {
 		w.done, w.err = true, err // the group failed as a whole
 	}
@@ -29,4 +25,19 @@ func (db *DB) commitAlone(w *commitWaiter) error {
 		return w.err
 	}
 	return db.applyLogged(w)
+}
+
+// logAlone logs w's batch as a group of one under commitMu. w is released
+// to apply its own batch, as a leader releases a member, before the batch
+// can be seen in the publish queue: another writer may claim and apply it
+// from there (helpEarlier), and applyLogged then tells from w's state
+// whether that writer has published it yet.
+func (db *DB) logAlone(w *commitWaiter) error {
+	w.alone[0] = w
+	w.state.Store(waiterApply)
+	db.commitMu.Lock()
+	err := db.commitGroup(w.alone[:])
+	db.commitMu.Unlock()
+	w.alone[0] = nil
+	return err
 }

@@ -119,6 +119,39 @@ func (q *publishQueue) applied(w *commitWaiter, err error, visible *atomic.Uint6
 	}
 }
 
+// unclaimedBefore appends to buf, up to its capacity, the batches queued
+// before w (sequence numbers below w's) that are not applied, whose claims
+// are still set and whose writers have been released to apply them
+// (waiterApply), each with its claim, and returns it. A batch it lists may
+// be claimed by its writer or another helper meanwhile: the caller's
+// compare-and-swap of the claim decides.
+//
+// Why only released writers: a writer not released yet (a member its
+// leader has not released, or a leader's own batch) would not learn that
+// its batch was taken. A member's release to waiterApply would then
+// overwrite the waiterFinished its publication set, on a waiter its writer
+// may already have returned and reused, and a leader would return before
+// its batch is published.
+func (q *publishQueue) unclaimedBefore(w *commitWaiter, buf []helpRef) []helpRef {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, h := range q.q[q.head:] {
+		if h == w || len(buf) == cap(buf) {
+			break
+		}
+		if h.noop || h.applied {
+			continue
+		}
+		if h.last > w.last {
+			break
+		}
+		if c := h.claim.Load(); c != 0 && c == h.last && h.state.Load() == waiterApply {
+			buf = append(buf, helpRef{h, h.last})
+		}
+	}
+	return buf
+}
+
 // wait returns once every pushed batch is popped, with the first apply
 // failure if any. The caller holds commitMu, so nothing is pushed
 // meanwhile and it is the only caller waiting. It yields first, as a

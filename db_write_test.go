@@ -230,6 +230,9 @@ func TestLeaderAppliesUnstartedMembers(t *testing.T) {
 		t.Fatalf("visible sequence %d, want the member's last %d", got, member.last)
 	}
 	mustGet(t, db, "k1", "v")
+	if n := db.Metrics().BatchesAppliedByOthers; n != 1 {
+		t.Fatalf("BatchesAppliedByOthers = %d, want 1", n)
+	}
 	rows := db.Metrics().RowsWritten
 	must(t, db.applyLogged(member)) // the member's goroutine runs at last
 	if got := db.Metrics().RowsWritten; got != rows {

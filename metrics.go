@@ -12,6 +12,7 @@ import (
 // metricsCounters are the engine's running counts.
 type metricsCounters struct {
 	rowsWritten, batchesCommitted          atomic.Uint64
+	batchesHelped                          atomic.Uint64
 	gets, rowsRead, expiredOnRead          atomic.Uint64
 	touchesCoalesced, condReadFailures     atomic.Uint64
 	condGroupsProven, condGroupsDrained    atomic.Uint64
@@ -71,7 +72,12 @@ type Metrics struct {
 
 	RowsWritten      uint64 // rows committed (puts and deletes)
 	BatchesCommitted uint64 // batches committed (each Put is one)
-	Gets             uint64 // point lookups served
+	// BatchesAppliedByOthers counts logged batches that another writer
+	// inserted into the memtable because their own writer had not started
+	// (a group's leader for its members, or a writer waiting for its
+	// publication behind them; RFC 0003, "Group commit").
+	BatchesAppliedByOthers uint64
+	Gets                   uint64 // point lookups served
 	// RowsRead counts live rows returned by Get and iterators. An open
 	// iterator adds its rows in batches of up to 256, and the rest when it
 	// is closed.
@@ -194,7 +200,7 @@ func (m *Metrics) DiskBytes() uint64 {
 func (db *DB) Metrics() Metrics {
 	c := &db.metrics
 	m := Metrics{
-		RowsWritten: c.rowsWritten.Load(), BatchesCommitted: c.batchesCommitted.Load(),
+		RowsWritten: c.rowsWritten.Load(), BatchesCommitted: c.batchesCommitted.Load(), BatchesAppliedByOthers: c.batchesHelped.Load(),
 		Gets: c.gets.Load(), RowsRead: c.rowsRead.Load(), ExpiredOnRead: c.expiredOnRead.Load(),
 		TouchesCoalesced: c.touchesCoalesced.Load(), ConditionsFailedOnRead: c.condReadFailures.Load(),
 		CondGroupsProven: c.condGroupsProven.Load(), CondGroupsDrained: c.condGroupsDrained.Load(),
