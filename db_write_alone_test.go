@@ -21,12 +21,7 @@ func TestUnsyncedWriteNeedsNoLeader(t *testing.T) {
 	db.queueMu.Unlock()
 	done := make(chan error, 1)
 	go func() { done <- db.Put([]byte("k"), []byte("v")) }()
-	select {
-	case err := <-done:
-		must(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("an unsynced Put waits for a group leader")
-	}
+	mustReturn(t, done, "an unsynced Put waits for a group leader")
 	mustGet(t, db, "k", "v")
 	db.queueMu.Lock()
 	queued := len(db.queue)
@@ -72,12 +67,7 @@ func TestWriterAppliesEarlierUnstartedBatch(t *testing.T) {
 	early, late := logTwoAlone(t, db)
 	done := make(chan error, 1)
 	go func() { done <- db.applyLogged(late) }()
-	select {
-	case err := <-done:
-		must(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("a writer waits for an earlier logged batch whose writer does not run")
-	}
+	mustReturn(t, done, "a writer waits for an earlier logged batch whose writer does not run")
 	if got := db.visibleSeq.Load(); got != late.last {
 		t.Fatalf("visible sequence %d, want the later batch's last %d", got, late.last)
 	}
@@ -125,21 +115,11 @@ func TestHelpedWriterWaitsForPublication(t *testing.T) {
 	}
 	lateDone := make(chan error, 1)
 	go func() { lateDone <- db.applyLogged(late) }()
-	select {
-	case err := <-lateDone:
-		must(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the later writer did not return")
-	}
+	mustReturn(t, lateDone, "the later writer did not return")
 	if returnedEarly {
 		t.Fatal("the earlier writer returned while another writer was still applying its batch")
 	}
-	select {
-	case err := <-earlyDone:
-		must(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the earlier writer was not released once its batch was published")
-	}
+	mustReturn(t, earlyDone, "the earlier writer was not released once its batch was published")
 	mustGet(t, db, "k0", "v")
 	db.pub.beforeApply = nil
 	must(t, db.Close())
@@ -161,4 +141,16 @@ func logTwoAlone(t *testing.T, db *DB) (early, late *commitWaiter) {
 		}
 	}
 	return ws[0], ws[1]
+}
+
+// mustReturn fails the test with stuck unless a call's error arrives on
+// done within 10 s, and fails it if that error is not nil.
+func mustReturn(t *testing.T, done <-chan error, stuck string) {
+	t.Helper()
+	select {
+	case err := <-done:
+		must(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal(stuck)
+	}
 }

@@ -52,10 +52,14 @@ func makeKeyFilter(expectedBytes int64) keyFilter {
 // bytes is the memory the filter's words take.
 func (f *keyFilter) bytes() int64 { return int64(len(f.words)) * 8 }
 
-// filterMask is the filterProbes bits of a word that hash h sets, taken
-// from its low 24 bits (the word from its top bits).
+// filterMask is the filterProbes bits of a word that hash h sets, each
+// from 6 bits of its low end (the word from its top bits).
 func filterMask(h uint64) uint64 {
-	return 1<<(h&63) | 1<<(h>>6&63) | 1<<(h>>12&63) | 1<<(h>>18&63)
+	var m uint64
+	for i := range filterProbes {
+		m |= 1 << (h >> (6 * i) & 63)
+	}
+	return m
 }
 
 // add sets the bits of the key with hash h.
