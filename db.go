@@ -97,6 +97,10 @@ type DB struct {
 	recent     recentWrites // writes logged by key hash (cond_recent.go)
 	lastSeq    uint64
 	slowdown   slowdownState // level-0 write delay (db_write_slowdown.go)
+	room       roomGrant     // the last go-ahead (db_write_room.go)
+	// roomEpoch is raised, under mu, by a background error and by Close:
+	// both revoke db.room.
+	roomEpoch atomic.Uint64
 	// visibleSeq is the highest sequence number up to which every batch is
 	// fully applied; readers see rows up to it.
 	visibleSeq atomic.Uint64
@@ -287,6 +291,7 @@ func (db *DB) Close() error {
 		return ErrClosed
 	}
 	db.closed = true
+	db.roomEpoch.Add(1)
 	db.cond.Broadcast()
 	db.mu.Unlock()
 	close(db.closing)
@@ -465,6 +470,7 @@ func (db *DB) setBackgroundError(err error) error {
 	db.mu.Lock()
 	if db.bgErr == nil {
 		db.bgErr = wrapped
+		db.roomEpoch.Add(1)
 		db.log.Error("mayfly: background error; writes are refused until reopen", "err", err)
 		db.opts.EventListener.backgroundError(db.bgErr)
 	}

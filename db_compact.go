@@ -277,18 +277,20 @@ func (db *DB) pickerOptsValue() compaction.PickerOptions {
 // l0StallFiles is level 0's file count as the write path's slowdown and
 // stop thresholds see it (compaction.L0Census.StallFiles: short-lived
 // tables count for less with memtables smaller than the reference size
-// while they are expected to leave by whole-file drops). Caller holds
-// db.mu.
-func (db *DB) l0StallFiles() int {
+// while they are expected to leave by whole-file drops). With short-lived
+// tables the count depends on the clock: clockBound is then set and now is
+// the reading it was taken at. Caller holds db.mu.
+func (db *DB) l0StallFiles() (files int, clockBound bool, now int64) {
 	o := db.pickerOptsValue()
 	var c compaction.L0Census
 	for _, t := range db.current.levels[0] {
 		c.Add(t.Meta, &o)
 	}
 	if c.ShortLived == 0 {
-		return c.Files // no clock read on the write path without TTL tables
+		return c.Files, false, 0 // no clock read on the write path without TTL tables
 	}
-	return c.StallFiles(&o, db.clock.NowMillis())
+	now = db.clock.NowMillis()
+	return c.StallFiles(&o, now), true, now
 }
 
 // pickerEnv captures the compaction clock. Caller holds db.mu.

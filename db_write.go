@@ -270,8 +270,10 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 	for _, g := range group {
 		groupBytes += len(g.batch.data)
 	}
-	if err := db.makeRoomForWrite(groupBytes); err != nil {
-		return err
+	if !db.roomAtOnce() {
+		if err := db.makeRoomForWrite(groupBytes); err != nil {
+			return err
+		}
 	}
 	lastCond := lastConditional(group)
 	proven := lastCond >= 0 && db.recent.provable(group[:lastCond+1], db.mem.LogNum())

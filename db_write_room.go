@@ -22,6 +22,52 @@ import (
 // (RFC 0003, "Memtables alive at the fill peak").
 const lastMemtableDiv = 4
 
+// roomGrant is makeRoomForWrite's last finding that a commit group may go
+// ahead at once: no rotation due, no stall, level 0 below the slowdown
+// threshold and nothing owed. Until what it rests on changes, a later group
+// needs only the checks that can turn without it (roomAtOnce), not
+// makeRoomForWrite's db.mu and its walk of level 0. It rests on:
+//
+//   - rs, the read state it was made under: a flush, a compaction, a
+//     rotation or Close publishes another (the version, the frozen
+//     memtables);
+//   - epoch, db.roomEpoch then: a background error or Close raises it;
+//   - when level 0 holds short-lived tables (clockBound), the clock's
+//     millisecond now: their count grows as their drops come due.
+//
+// It is guarded by commitMu; rotateMemtable clears it (a seal whose
+// successor segment failed leaves the read state as it was).
+type roomGrant struct {
+	rs         *readState
+	epoch      uint64
+	immFull    bool // MaxImmutableMemtables frozen memtables were waiting
+	clockBound bool
+	now        int64
+}
+
+// roomAtOnce reports whether db.room still lets a commit group go ahead
+// without makeRoomForWrite: the grant's state is current, and the active
+// memtable is neither full (a quarter of MemtableSize while the frozen ones
+// are at their limit: the stall) nor due for age rotation. Caller holds
+// commitMu.
+func (db *DB) roomAtOnce() bool {
+	g := &db.room
+	if g.rs == nil || g.rs != db.readState.Load() || g.epoch != db.roomEpoch.Load() {
+		return false
+	}
+	limit := db.opts.MemtableSize
+	if g.immFull {
+		limit /= lastMemtableDiv
+	}
+	if db.mem.Size() >= limit {
+		return false
+	}
+	if g.clockBound && db.clock.NowMillis() > g.now {
+		return false
+	}
+	return g.immFull || !db.dueForAgeRotation()
+}
+
 // makeRoomForWrite rotates a full memtable, or one due for rotation by the
 // age of its rows with an expiry (dueForAgeRotation), stalls while flushes or
 // level-0 compactions are too far behind, and delays a commit group of bytes
@@ -55,9 +101,9 @@ func (db *DB) makeRoomForWrite(bytes int) error {
 		}
 		// Level 0 as the thresholds see it, counted once per pass (it walks
 		// level 0's tables); 0 when nothing would compact it.
-		l0 := 0
+		l0, clockBound, censusNow := 0, false, int64(0)
 		if !db.opts.DisableAutoCompaction {
-			l0 = db.l0StallFiles()
+			l0, clockBound, censusNow = db.l0StallFiles()
 		}
 		switch {
 		case l0 >= db.opts.L0StopWritesThreshold,
@@ -83,9 +129,12 @@ func (db *DB) makeRoomForWrite(bytes int) error {
 			}
 			db.mu.Lock()
 		default:
+			grant := roomGrant{rs: db.readState.Load(), epoch: db.roomEpoch.Load(),
+				immFull: len(db.imm) >= db.opts.MaxImmutableMemtables, clockBound: clockBound, now: censusNow}
 			db.mu.Unlock()
 			if l0 < db.opts.L0SlowdownWritesThreshold {
 				db.slowdown.debt = 0 // level 0 caught up: nothing more is owed
+				db.room = grant
 				return nil
 			}
 			if !charged {
@@ -117,6 +166,7 @@ func (db *DB) makeRoomForWrite(bytes int) error {
 // memtable covers every sequence number logged to its segment. Caller holds
 // commitMu.
 func (db *DB) rotateMemtable() error {
+	db.room = roomGrant{}
 	if err := db.pub.wait(); err != nil {
 		return err
 	}

@@ -2,13 +2,17 @@ package mayfly
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mayflydb/mayfly/clock"
 	"github.com/mayflydb/mayfly/storage"
+	"github.com/mayflydb/mayfly/storage/faultfs"
 )
 
 // TestRotationUnderConcurrentWritersLosesNothing rotates small memtables
@@ -144,4 +148,106 @@ func TestActiveMemtableBoundedWhileFlushesWait(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestRoomGrant follows makeRoomForWrite's go-ahead (roomGrant) through
+// what must revoke it: a new read state (a flush), a background error, and,
+// with short-lived tables in level 0 (whose count grows as their drops come
+// due), the next millisecond. A revoked grant sends the next commit group
+// back through makeRoomForWrite, which refuses after the error.
+func TestRoomGrant(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	db := openTestDB(t, t.TempDir(), clk, nil)
+	defer db.Close()
+	atOnce := func() bool {
+		db.commitMu.Lock()
+		defer db.commitMu.Unlock()
+		return db.roomAtOnce()
+	}
+	granted := func(step string, want bool) {
+		t.Helper()
+		if got := atOnce(); got != want {
+			t.Fatalf("%s: roomAtOnce %v, want %v", step, got, want)
+		}
+	}
+	granted("opened", false)
+	must(t, db.Put([]byte("a"), []byte("1")))
+	granted("after a write", true)
+	// A row expiring in 8 s makes the memtable due for age rotation 2 s
+	// later (MemtableExpiryFraction 0.25). The clock moves while commitMu
+	// is held, so the scheduler cannot rotate it first.
+	must(t, db.PutTTL([]byte("x"), []byte("1"), ExpireAfter(8*time.Second)))
+	granted("after a row with a TTL", true)
+	db.commitMu.Lock()
+	clk.Advance(2 * time.Second)
+	due := db.roomAtOnce()
+	db.commitMu.Unlock()
+	if due {
+		t.Fatal("roomAtOnce true with the memtable due for age rotation")
+	}
+	must(t, db.Flush())
+	granted("after a flush", false)
+	// A version change without a rotation: a compaction over an empty
+	// memtable, after a grant made over it.
+	db.commitMu.Lock()
+	db.room = roomGrant{rs: db.readState.Load(), epoch: db.roomEpoch.Load()}
+	db.commitMu.Unlock()
+	granted("granted over the empty memtable", true)
+	must(t, db.Compact(context.Background(), nil, nil))
+	granted("after a compaction", false)
+	must(t, db.Put([]byte("b"), []byte("1")))
+	granted("after the next write", true)
+
+	// Two level-0 tables of rows that expire in 5 s: short-lived, counted
+	// against the clock.
+	for i := range 2 {
+		must(t, db.PutTTL(fmt.Appendf(nil, "s%d", i), []byte("v"), ExpireAfter(5*time.Second)))
+		must(t, db.Flush())
+	}
+	must(t, db.PutTTL([]byte("s2"), []byte("v"), ExpireAfter(5*time.Second)))
+	db.commitMu.Lock()
+	g := db.room
+	db.commitMu.Unlock()
+	if !g.clockBound || g.now != clk.NowMillis() {
+		t.Fatalf("grant over two short-lived level-0 tables: clockBound %v at %d, want true at %d (level 0: %d files)",
+			g.clockBound, g.now, clk.NowMillis(), db.Metrics().Levels[0].Files)
+	}
+	granted("within the grant's millisecond", true)
+	clk.Advance(time.Millisecond)
+	granted("a millisecond later", false)
+
+	must(t, db.Put([]byte("c"), []byte("1")))
+	granted("before the error", true)
+	db.setBackgroundError(errors.New("injected"))
+	granted("after a background error", false)
+	if err := db.Put([]byte("d"), []byte("1")); !errors.Is(err, ErrBackground) {
+		t.Fatalf("write after a background error: %v, want ErrBackground", err)
+	}
+}
+
+// TestRoomGrantRevokedBySeal: a rotation that seals the active segment but
+// fails to create the next one publishes no new read state. Its grant must
+// not outlive the seal: the next write has to rotate again, not append to
+// the sealed segment (which would fail it and poison the database).
+func TestRoomGrantRevokedBySeal(t *testing.T) {
+	fs := faultfs.New(storage.NewMem())
+	db, err := Open("", &Options{Storage: fs, Clock: clock.NewManual(epoch)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, db.Put([]byte("a"), []byte("1")))
+	fs.Inject(faultfs.Rule{Op: faultfs.OpCreateLog, Kind: faultfs.Error})
+	if err := db.Flush(); err == nil {
+		t.Fatal("Flush with the next segment's creation failing returned nil")
+	}
+	fs.Clear()
+	must(t, db.Put([]byte("b"), []byte("1")))
+	must(t, db.Close())
+	db, err = Open("", &Options{Storage: fs, Clock: clock.NewManual(epoch)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mustGet(t, db, "a", "1")
+	mustGet(t, db, "b", "1")
 }

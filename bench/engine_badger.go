@@ -11,12 +11,31 @@ import (
 type badgerEngine struct {
 	db  *badger.DB
 	dir string
+	// smallMemtables opens Badger with smallMemtableCount memtables of
+	// smallMemtableBytes (the "badger-smallmem" variant).
+	smallMemtables bool
 }
 
-func (e *badgerEngine) Name() string { return "badger" }
+// The memtables of "badger-smallmem": about what Mayfly (6 MiB, up to 2.25
+// live) and Pebble (4 MiB, two or more) hold, where Badger's defaults keep
+// up to five of 64 MiB.
+const (
+	smallMemtableBytes = 8 << 20
+	smallMemtableCount = 2
+)
+
+func (e *badgerEngine) Name() string {
+	if e.smallMemtables {
+		return "badger-smallmem"
+	}
+	return "badger"
+}
 
 func (e *badgerEngine) Open(dir string, cacheBytes int64, bloomBits int) error {
 	o := badger.DefaultOptions(dir).WithLogger(nil).WithBlockCacheSize(cacheBytes)
+	if e.smallMemtables {
+		o = o.WithMemTableSize(smallMemtableBytes).WithNumMemtables(smallMemtableCount)
+	}
 	if bloomBits > 0 {
 		// Badger always builds bloom filters; size them to the same
 		// false-positive rate as bloomBits bits per key give elsewhere

@@ -119,6 +119,11 @@ func (e *mayflyEngine) Stats() map[string]float64 {
 	stats["flushes"] = float64(m.Flushes)
 	stats["touches_coalesced"] = float64(m.TouchesCoalesced)
 	stats["wal_bytes"] = float64(m.WALBytes)
+	stats["cond_failed_on_read"] = float64(m.ConditionsFailedOnRead)
+	stats["cond_groups_proven"] = float64(m.CondGroupsProven)
+	stats["cond_groups_drained"] = float64(m.CondGroupsDrained)
+	stats["batches_applied_by_others"] = float64(m.BatchesAppliedByOthers)
+	stats["batches_committed"] = float64(m.BatchesCommitted)
 	for kind, n := range m.CompactionsByKind {
 		stats["compactions_"+kind] = float64(n)
 	}

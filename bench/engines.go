@@ -67,7 +67,9 @@ type Iter interface {
 // reading point keys through an iterator that uses L6 bloom filters) and
 // "pebble-bloom" (the same with a 10-bit filter on every level whatever
 // -bloom says: the like-for-like point-read baseline) can be asked for by
-// name.
+// name, as can "badger-smallmem" (Badger with two 8 MiB memtables instead of
+// its default five of 64 MiB, for runs under a memory limit that Badger's
+// defaults alone exceed).
 var Engines = []string{"mayfly", "pebble", "badger", "goleveldb"}
 
 // NewEngine returns an unopened engine by name.
@@ -83,6 +85,8 @@ func NewEngine(name string) (Engine, error) {
 		return &pebbleEngine{l6Filters: true, fixedBloom: 10}, nil
 	case "badger":
 		return &badgerEngine{}, nil
+	case "badger-smallmem": // Badger with memtables sized like the others' (memory-bound runs)
+		return &badgerEngine{smallMemtables: true}, nil
 	case "goleveldb":
 		return &leveldbEngine{}, nil
 	}
