@@ -379,19 +379,21 @@ func (db *DB) runPick(ctx context.Context, j *compactionJob, now int64) (err err
 	for _, t := range inputs {
 		inBytes += t.Meta.Size
 	}
-	m := merge.New(compactionIters(j)...)
-	defer m.Close()
-	rs, err := db.loadReadState()
+	pins, err := db.pinCompactionReads(j)
 	if err != nil {
 		return err
 	}
-	defer rs.release()
+	m := merge.New(compactionIters(j)...)
+	defer func() {
+		m.Close()
+		pins.release() // after the inputs' iterators are closed
+	}()
 	db.mu.Lock()
 	seqs := db.snapshotSeqs()
 	db.mu.Unlock()
 	ci := compaction.NewIterator(&ctxIterator{Iterator: m, ctx: ctx}, compaction.Config{
 		Snapshots: seqs, Now: now, Bottom: p.Bottom, Level: p.OutputLevel, Filters: db.filters,
-		DeadlineAbove: compactionDeadlineSources(rs, j).fn(), Merger: db.merger(), Below: db.compactionBeneath(rs, p),
+		DeadlineAbove: pins.src.fn(), Merger: db.merger(), Below: db.compactionBeneath(pins.below, p),
 	})
 	outs, err := db.writeTables(ci, db.opts.TargetFileSize)
 	if err != nil {

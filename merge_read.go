@@ -218,15 +218,25 @@ func (db *DB) stateBeneath(rs *readState, from int) beneathFunc {
 // output, which hold only data older than its inputs. A compaction with a
 // level-0 input gets none (an older level-0 table outside it may overlap).
 func (db *DB) compactionBeneath(rs *readState, p *compaction.Pick) beneathFunc {
-	if p.Bottom {
+	if !beneathRead(p) {
 		return nil
+	}
+	return db.stateBeneath(rs, p.OutputLevel+1)
+}
+
+// beneathRead reports whether compaction p reads the state beneath its
+// output (compactionBeneath): it is not at the bottom and has no level-0
+// input.
+func beneathRead(p *compaction.Pick) bool {
+	if p.Bottom {
+		return false
 	}
 	for _, in := range p.Inputs {
 		if in.Level == 0 {
-			return nil
+			return false
 		}
 	}
-	return db.stateBeneath(rs, p.OutputLevel+1)
+	return true
 }
 
 // mergeForward resolves the versions of it.key from the merge's position

@@ -46,6 +46,9 @@ func TestArenaOffHeapAndFreedByLastUnref(t *testing.T) {
 
 	m.Ref() // a second holder, e.g. a read state
 	m.Unref()
+	if m.Released() {
+		t.Fatal("Released with a reference held")
+	}
 	if r, ok := m.Get([]byte("big"), format.MaxSeq); !ok || !bytes.Equal(r.Value, big) {
 		t.Fatal("oversized row unreadable while a reference is held")
 	}
@@ -60,6 +63,9 @@ func TestArenaOffHeapAndFreedByLastUnref(t *testing.T) {
 	}
 
 	m.Unref() // the last reference
+	if !m.Released() {
+		t.Fatal("not Released after the last Unref")
+	}
 	if b, n := manual.Allocated(); b != b0 || n != n0 {
 		t.Fatalf("after the last Unref %d bytes in %d buffers are still allocated", b-b0, n-n0)
 	}

@@ -123,6 +123,10 @@ func (m *Memtable) Unref() {
 	}
 }
 
+// Released reports whether the last reference is gone: the arena is
+// freed (or back in the pool) and the memtable may no longer be read.
+func (m *Memtable) Released() bool { return m.refs.Load() <= 0 }
+
 // live panics if the last reference is gone. A caller holds a reference,
 // so a read cannot race with the release.
 func (m *Memtable) live() {

@@ -52,7 +52,7 @@ var (
 	results   = flag.String("results", "results", "directory for the JSON lines file")
 	doc       = flag.String("doc", "../docs/benchmarks-comparison.md", "markdown report to write ('' for none)")
 	imgDir    = flag.String("img", "../docs/img", "directory for the PNG charts")
-	profile   = flag.String("profile", "", "if set: one extra, unreported pass writing CPU profiles of the timed phase to this directory")
+	profile   = flag.String("profile", "", "if set: one extra, unreported pass writing CPU profiles of the timed phase to this directory (with -scale: the reported runs are profiled, one file per size, engine and workload)")
 	noFsync   = flag.Bool("nofsyncref", false, "skip the fdatasync reference (otherwise measured right before and after every fillsync run)")
 	from      = flag.String("from", "", "rebuild the report and charts from this JSON lines file instead of running (pass the original run's flags too)")
 	totalFlag = flag.Duration("total", 0, "with -from: the original run's wall time, for the report")

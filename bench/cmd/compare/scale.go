@@ -73,6 +73,11 @@ func runScale() error {
 	if err != nil {
 		return err
 	}
+	if *profile != "" {
+		if err := os.MkdirAll(*profile, 0o755); err != nil {
+			return err
+		}
+	}
 	engs := strings.Split(*engines, ",")
 	if *from != "" {
 		b, err := os.ReadFile(*from)
@@ -157,7 +162,14 @@ func scaleEngine(e string, n, rep int, cg *memCgroup, extra []string, logf func(
 		if cg != nil {
 			kills = cg.oomKills()
 		}
-		r, err := runWorker(e, w, dir, rep, "", extra...)
+		prof := ""
+		if *profile != "" {
+			// The scale curve has no spare pass: its loads take minutes, and
+			// every read run needs the loaded database, so the reported
+			// runs themselves are profiled.
+			prof = filepath.Join(*profile, fmt.Sprintf("%s-%d-%s.pprof", e, n, w))
+		}
+		r, err := runWorker(e, w, dir, rep, prof, extra...)
 		if err != nil && cg != nil && cg.oomKills() > kills {
 			r = bench.Result{Engine: e, Workload: w, Rep: rep, Num: n, ValueSize: *valueSize,
 				Error: fmt.Sprintf("killed by the memory cgroup's OOM killer at -memlimit %d MiB", *memLimitMiB)}
