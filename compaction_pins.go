@@ -23,8 +23,8 @@ import (
 // compactionPins is the references a compaction holds; release drops them.
 type compactionPins struct {
 	src    *deadlineSources
-	below  *readState // its version lists only the levels below the output that are read
-	inputs []*tableFile
+	below  *readState   // its version lists only the levels below the output that are read
+	tables []*tableFile // the inputs and the deadline source tables
 }
 
 // pinCompactionReads takes the references compaction j holds while it runs
@@ -35,7 +35,8 @@ func (db *DB) pinCompactionReads(j *compactionJob) (*compactionPins, error) {
 		return nil, err
 	}
 	defer rs.release()
-	p := &compactionPins{src: compactionDeadlineSources(rs, j), inputs: j.tables()}
+	src := compactionDeadlineSources(rs, j)
+	p := &compactionPins{src: src, tables: slices.Concat(src.tables, j.tables())}
 	var below [manifest.NumLevels][]*tableFile
 	if beneathRead(j.Pick) && db.opts.MergeOperator != nil {
 		for l := j.OutputLevel + 1; l < len(below); l++ {
@@ -43,13 +44,10 @@ func (db *DB) pinCompactionReads(j *compactionJob) (*compactionPins, error) {
 		}
 	}
 	p.below = &readState{v: newVersion(below)}
-	for _, m := range p.src.mems {
+	for _, m := range src.mems {
 		m.Ref()
 	}
-	for _, t := range p.src.tables {
-		t.ref()
-	}
-	for _, t := range p.inputs {
+	for _, t := range p.tables {
 		t.ref()
 	}
 	return p, nil
@@ -61,10 +59,7 @@ func (p *compactionPins) release() {
 	for _, m := range p.src.mems {
 		m.Unref()
 	}
-	for _, t := range p.src.tables {
-		t.unref()
-	}
-	for _, t := range p.inputs {
+	for _, t := range p.tables {
 		t.unref()
 	}
 }
