@@ -184,6 +184,7 @@ type condOverlay struct {
 	scratch []byte        // value buffer of the last lookup
 	ops     [][]byte      // operand list of resolveMerge
 	written []provenWrite // a group on the proven path: keys its conditional batches wrote (cond_peek.go)
+	left    []pendingLeft // a group on the proven path: states its single-key calls leave (cond_left.go)
 }
 
 type overlayUndo struct {
@@ -204,6 +205,8 @@ func (o *condOverlay) begin(db *DB, now int64) {
 	o.db, o.now = db, now
 	clear(o.written)
 	o.written = o.written[:0]
+	clear(o.left)
+	o.left = o.left[:0]
 	if len(o.keys) > maxKeptOverlay {
 		o.keys = nil
 	} else {

@@ -39,6 +39,7 @@ type condPeek struct {
 	valued bool     // st.value was read (peekKey's withValue)
 	st     keyState // value aliases buf
 	buf    []byte
+	key    []byte // the key read (a copy, reused with the batch)
 }
 
 // peekKey reads key's state into p as of now, after the read (so it may
@@ -77,6 +78,7 @@ func (db *DB) peekKey(key []byte, withValue bool, p *condPeek) error {
 		}
 	}
 	p.ok, p.seq, p.logNum, p.slot, p.valued = true, seq, rs.mem.LogNum(), recentSlot(key), withValue
+	p.key = append(p.key[:0], key...)
 	return nil
 }
 
@@ -126,12 +128,17 @@ func (o *condOverlay) admitPeeked(b *Batch, logNum uint64, feed bool) (proved, r
 	if err := c.judge(&c.list[0], s, &r); err != nil {
 		return true, rests, err
 	}
-	if feed && (valued || !r.IsDeadline() && !r.IsMerge()) {
+	if valued || !r.IsDeadline() && !r.IsMerge() {
 		ns, err := o.resolveOn(&r, s)
 		if err != nil {
 			return true, rests, err
 		}
-		o.written = append(o.written, provenWrite{key: r.Key, st: ns, seq: r.Seq})
+		if feed {
+			o.written = append(o.written, provenWrite{key: r.Key, st: ns, seq: r.Seq})
+		}
+		if b.count == 1 {
+			o.left = append(o.left, pendingLeft{key: r.Key, st: ns, seq: r.Seq})
+		}
 	}
 	return true, rests, nil
 }
@@ -157,7 +164,13 @@ func (o *condOverlay) provenState(b *Batch, key []byte, logNum uint64) (s keySta
 			return w.st, true, true, rw.slots != nil && rw.slots[p.slot] == w.seq
 		}
 	}
-	return p.state(o.now), p.valued, false, rw.peekProof(b, logNum)
+	if rw.peekProof(b, logNum) {
+		return p.state(o.now), p.valued, false, true
+	}
+	if s, ok := rw.leftProof(b, o.now); ok {
+		return s, false, true, true
+	}
+	return keyState{}, false, false, false
 }
 
 // peeked returns the state key has at the commit time now if p still

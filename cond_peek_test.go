@@ -99,19 +99,27 @@ func singleKeyCall(t *testing.T, db *DB, key []byte, build func(b *Batch, key []
 	return b
 }
 
+// racingGetDels opens a database holding token "tok" = "t1" and builds two
+// GetDel calls of it, both peeked while it is live; the database and the
+// batches are closed when the test ends.
+func racingGetDels(t *testing.T) (db *DB, first, second *Batch) {
+	t.Helper()
+	db = openTestDB(t, t.TempDir(), clock.NewManual(epoch), nil)
+	t.Cleanup(func() { db.Close() })
+	must(t, db.Put([]byte("tok"), []byte("t1")))
+	getDel := func(b *Batch, key []byte) error { return b.deleteIfPresent(key) }
+	first = singleKeyCall(t, db, []byte("tok"), getDel)
+	second = singleKeyCall(t, db, []byte("tok"), getDel)
+	t.Cleanup(func() { first.Close(); second.Close() })
+	return db, first, second
+}
+
 // TestProvenGroupRacingGetDel: two GetDel calls of one token, both peeked
 // while it was live, commit in one group without draining: the first takes
 // it, the second fails on the state the first left, and returns only once
 // the first's deletion is published.
 func TestProvenGroupRacingGetDel(t *testing.T) {
-	db := openTestDB(t, t.TempDir(), clock.NewManual(epoch), nil)
-	defer db.Close()
-	must(t, db.Put([]byte("tok"), []byte("t1")))
-	getDel := func(b *Batch, key []byte) error { return b.deleteIfPresent(key) }
-	first := singleKeyCall(t, db, []byte("tok"), getDel)
-	second := singleKeyCall(t, db, []byte("tok"), getDel)
-	defer first.Close()
-	defer second.Close()
+	db, first, second := racingGetDels(t)
 	m0 := db.Metrics()
 	returned := false
 	group := commitAsGroup(t, db, []*Batch{first, second}, map[int]func(){1: func() {
@@ -139,81 +147,16 @@ func TestProvenGroupRacingGetDel(t *testing.T) {
 // in one group after peeking both gives each call the outcome, and the key
 // the state, that committing them one after the other gives.
 func TestProvenGroupMatchesSeparateCommits(t *testing.T) {
-	ttl, long := ExpireAfter(5*time.Second), ExpireAfter(50*time.Second)
-	ops := []struct {
-		name  string
-		build func(b *Batch, k []byte) error
-	}{
-		{"PutIfAbsent", func(b *Batch, k []byte) error { return b.PutIfAbsent(k, []byte("n1"), ttl) }},
-		{"PutIfPresent", func(b *Batch, k []byte) error { return b.PutIfPresent(k, []byte("n2"), NoExpiry()) }},
-		{"CompareAndSwap", func(b *Batch, k []byte) error { return b.CompareAndSwap(k, []byte("v1"), []byte("n3"), ttl) }},
-		{"CompareAndSwapN1", func(b *Batch, k []byte) error { return b.CompareAndSwap(k, []byte("n1"), []byte("n4"), ttl) }},
-		{"CompareAndDelete", func(b *Batch, k []byte) error { return b.CompareAndDelete(k, []byte("v1")) }},
-		{"GetDel", func(b *Batch, k []byte) error { return b.deleteIfPresent(k) }},
-		{"ExpireXX", func(b *Batch, k []byte) error { return b.Expire(k, long, ExpireXX) }},
-		{"ExpireNX", func(b *Batch, k []byte) error { return b.Expire(k, long, ExpireNX) }},
-		{"ExpireGT", func(b *Batch, k []byte) error { return b.Expire(k, long, ExpireGT) }},
-		{"ExpireLT", func(b *Batch, k []byte) error { return b.Expire(k, ttl, ExpireLT) }},
-		{"Persist", func(b *Batch, k []byte) error { return b.Persist(k) }},
-		{"GetEx", func(b *Batch, k []byte) error { return b.deadlineIf(k, long, ExpireAlways, true) }},
-		{"Touch", func(b *Batch, k []byte) error { return b.deadlineIf(k, ttl, ExpireAlways, false) }},
-		{"Add", func(b *Batch, k []byte) error {
-			if err := b.AddBlind(k, 3, ttl); err != nil {
-				return err
-			}
-			b.cond.add(b.count-1, condCounter, nil, true)
-			return nil
-		}},
-		{"Put", func(b *Batch, k []byte) error { return b.PutTTL(k, []byte("p"), ttl) }},
-		{"Delete", func(b *Batch, k []byte) error { return b.Delete(k) }},
-	}
-	inits := []struct {
-		name string
-		put  func(db *DB, k []byte) error
-	}{
-		{"absent", func(*DB, []byte) error { return nil }},
-		{"live", func(db *DB, k []byte) error { return db.Put(k, []byte("v1")) }},
-		{"expiring", func(db *DB, k []byte) error { return db.PutTTL(k, []byte("v1"), ExpireAfter(10*time.Second)) }},
-		{"counter", func(db *DB, k []byte) error {
-			return db.PutTTL(k, []byte{1, 0, 0, 0, 0, 0, 0, 0}, ExpireAfter(10*time.Second))
-		}},
-	}
 	counters := func(o *Options) { o.MergeOperator = Int64Add }
 	grouped := openTestDB(t, t.TempDir(), clock.NewManual(epoch), counters)
 	defer grouped.Close()
 	apart := openTestDB(t, t.TempDir(), clock.NewManual(epoch), counters)
 	defer apart.Close()
-	outcome := func(g *commitWaiter) string { return fmt.Sprintf("%v got %q", g.err, g.batch.cond.got) }
-	state := func(db *DB, k []byte) string {
-		v, err := db.Get(k)
-		d, expires, _ := db.ExpireTime(k)
-		return fmt.Sprintf("%q %v expires %v %d", v, err, expires, d.UnixMilli())
-	}
 	m0 := grouped.Metrics()
-	n := 0
-	for _, in := range inits {
-		for _, a := range ops {
-			for _, b := range ops {
-				n++
-				k := fmt.Appendf(nil, "k%d", n)
-				must(t, in.put(grouped, k))
-				must(t, in.put(apart, k))
-				ga, gb := singleKeyCall(t, grouped, k, a.build), singleKeyCall(t, grouped, k, b.build)
-				g := commitAsGroup(t, grouped, []*Batch{ga, gb}, nil)
-				sa := singleKeyCall(t, apart, k, a.build)
-				ra := commitAsGroup(t, apart, []*Batch{sa}, nil)
-				sb := singleKeyCall(t, apart, k, b.build)
-				rb := commitAsGroup(t, apart, []*Batch{sb}, nil)
-				if outcome(g[0]) != outcome(ra[0]) || outcome(g[1]) != outcome(rb[0]) || state(grouped, k) != state(apart, k) {
-					t.Errorf("%s key, %s then %s: in one group %s, %s, %s; apart %s, %s, %s", in.name, a.name, b.name,
-						outcome(g[0]), outcome(g[1]), state(grouped, k), outcome(ra[0]), outcome(rb[0]), state(apart, k))
-				}
-				for _, b := range []*Batch{ga, gb, sa, sb} {
-					b.Close()
-				}
-			}
-		}
-	}
+	n := checkCallPairs(t, grouped, apart, nil, func(k []byte, a, b provenGroupOp) []*commitWaiter {
+		ga, gb := singleKeyCall(t, grouped, k, a.build), singleKeyCall(t, grouped, k, b.build)
+		return commitAsGroup(t, grouped, []*Batch{ga, gb}, nil)
+	})
 	// The calls on a key an earlier call of the group wrote were proven,
 	// not drained: the groups drained are those with a blind write or a
 	// deadline row read without the value before the second call.
@@ -271,4 +214,101 @@ func TestProvenGroupFailureAfterPoison(t *testing.T) {
 	if errors.Is(group[1].err, ErrConditionFailed) || !errors.Is(group[1].err, group[0].err) {
 		t.Fatalf("second call, refused on the first's failed write: %v, want %v", group[1].err, group[0].err)
 	}
+}
+
+// provenGroupOp is a single-key call (or blind write) on a key, and
+// provenGroupInit a starting state of the key, for the tests that compare
+// proven commits with fresh ones.
+type provenGroupOp struct {
+	name  string
+	build func(b *Batch, k []byte) error
+}
+
+type provenGroupInit struct {
+	name string
+	put  func(db *DB, k []byte) error
+}
+
+// provenGroupOps returns every kind of single-key call and two blind writes.
+func provenGroupOps() []provenGroupOp {
+	ttl, long := ExpireAfter(5*time.Second), ExpireAfter(50*time.Second)
+	return []provenGroupOp{
+		{"PutIfAbsent", func(b *Batch, k []byte) error { return b.PutIfAbsent(k, []byte("n1"), ttl) }},
+		{"PutIfPresent", func(b *Batch, k []byte) error { return b.PutIfPresent(k, []byte("n2"), NoExpiry()) }},
+		{"CompareAndSwap", func(b *Batch, k []byte) error { return b.CompareAndSwap(k, []byte("v1"), []byte("n3"), ttl) }},
+		{"CompareAndSwapN1", func(b *Batch, k []byte) error { return b.CompareAndSwap(k, []byte("n1"), []byte("n4"), ttl) }},
+		{"CompareAndDelete", func(b *Batch, k []byte) error { return b.CompareAndDelete(k, []byte("v1")) }},
+		{"GetDel", func(b *Batch, k []byte) error { return b.deleteIfPresent(k) }},
+		{"ExpireXX", func(b *Batch, k []byte) error { return b.Expire(k, long, ExpireXX) }},
+		{"ExpireNX", func(b *Batch, k []byte) error { return b.Expire(k, long, ExpireNX) }},
+		{"ExpireGT", func(b *Batch, k []byte) error { return b.Expire(k, long, ExpireGT) }},
+		{"ExpireLT", func(b *Batch, k []byte) error { return b.Expire(k, ttl, ExpireLT) }},
+		{"Persist", func(b *Batch, k []byte) error { return b.Persist(k) }},
+		{"GetEx", func(b *Batch, k []byte) error { return b.deadlineIf(k, long, ExpireAlways, true) }},
+		{"Touch", func(b *Batch, k []byte) error { return b.deadlineIf(k, ttl, ExpireAlways, false) }},
+		{"Add", func(b *Batch, k []byte) error {
+			if err := b.AddBlind(k, 3, ttl); err != nil {
+				return err
+			}
+			b.cond.add(b.count-1, condCounter, nil, true)
+			return nil
+		}},
+		{"Put", func(b *Batch, k []byte) error { return b.PutTTL(k, []byte("p"), ttl) }},
+		{"Delete", func(b *Batch, k []byte) error { return b.Delete(k) }},
+	}
+}
+
+// provenGroupInits returns the starting states of the key.
+func provenGroupInits() []provenGroupInit {
+	return []provenGroupInit{
+		{"absent", func(*DB, []byte) error { return nil }},
+		{"live", func(db *DB, k []byte) error { return db.Put(k, []byte("v1")) }},
+		{"expiring", func(db *DB, k []byte) error { return db.PutTTL(k, []byte("v1"), ExpireAfter(10*time.Second)) }},
+		{"counter", func(db *DB, k []byte) error {
+			return db.PutTTL(k, []byte{1, 0, 0, 0, 0, 0, 0, 0}, ExpireAfter(10*time.Second))
+		}},
+	}
+}
+
+// checkCallPairs runs, for every starting state of a fresh key and every
+// ordered pair of provenGroupOps, run on db (which commits the pair the way
+// under test and returns the two calls' waiters) and, on ref, the two calls
+// committed one after the other, each peeked right before its commit, with
+// gap run between them. Each call's outcome and the key's final state must
+// be the same on both. It returns the number of pairs.
+func checkCallPairs(t *testing.T, db, ref *DB, gap func(), run func(k []byte, a, b provenGroupOp) []*commitWaiter) int {
+	t.Helper()
+	outcome := func(g *commitWaiter) string { return fmt.Sprintf("%v got %q", g.err, g.batch.cond.got) }
+	state := func(db *DB, k []byte) string {
+		v, err := db.Get(k)
+		d, expires, _ := db.ExpireTime(k)
+		return fmt.Sprintf("%q %v expires %v %d", v, err, expires, d.UnixMilli())
+	}
+	n := 0
+	for _, in := range provenGroupInits() {
+		for _, a := range provenGroupOps() {
+			for _, b := range provenGroupOps() {
+				n++
+				k := fmt.Appendf(nil, "k%d", n)
+				must(t, in.put(db, k))
+				must(t, in.put(ref, k))
+				got := run(k, a, b)
+				sa := singleKeyCall(t, ref, k, a.build)
+				ra := commitAsGroup(t, ref, []*Batch{sa}, nil)
+				if gap != nil {
+					gap()
+				}
+				sb := singleKeyCall(t, ref, k, b.build)
+				rb := commitAsGroup(t, ref, []*Batch{sb}, nil)
+				if outcome(got[0]) != outcome(ra[0]) || outcome(got[1]) != outcome(rb[0]) || state(db, k) != state(ref, k) {
+					t.Errorf("%s key, %s then %s: %s, %s, %s; committed apart %s, %s, %s", in.name, a.name, b.name,
+						outcome(got[0]), outcome(got[1]), state(db, k), outcome(ra[0]), outcome(rb[0]), state(ref, k))
+				}
+				for _, w := range []*commitWaiter{got[0], got[1], ra[0], rb[0]} {
+					w.batch.Close()
+				}
+			}
+		}
+	}
+	return n
 }

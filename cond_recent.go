@@ -2,6 +2,7 @@ package mayfly
 
 import (
 	"hash/maphash"
+	"math"
 	"sync/atomic"
 
 	"github.com/mayflydb/mayfly/format"
@@ -44,6 +45,7 @@ var recentSeed = maphash.MakeSeed()
 type recentWrites struct {
 	on    atomic.Bool
 	slots *[recentSlots]uint64
+	left  *[leftSlots]leftState // states left by single-key calls (cond_left.go); nil until the first
 }
 
 // recentSlot returns the slot of key.
@@ -105,16 +107,23 @@ func (rw *recentWrites) unchangedSince(slot uint32, seq uint64) bool {
 }
 
 // provable reports whether every conditional batch of group may be proven
-// by its peek (peekProof), as far as the table knows before the group
-// itself is logged: tracking is on and each is a single-key call of one
-// entry whose peek saw the active memtable logNum and a slot not raised
-// since. Caller holds commitMu.
+// by its peek (peekProof) or by the state a single-key call left its key in
+// (leftProof), as far as the tables know before the group itself is
+// logged: tracking is on and each is a single-key call of one entry whose
+// peek saw the active memtable logNum and a slot not raised since, or whose
+// key's last row was logged by such a call after the peek. Caller holds
+// commitMu.
 func (rw *recentWrites) provable(group []*commitWaiter, logNum uint64) bool {
 	if rw.slots == nil {
 		return false
 	}
 	for _, g := range group {
-		if len(g.batch.cond.list) > 0 && !rw.peekProof(g.batch, logNum) {
+		if len(g.batch.cond.list) == 0 || rw.peekProof(g.batch, logNum) {
+			continue
+		}
+		// Without the commit time, a recorded deadline is taken as not
+		// passed: the proof may only get easier at the commit time.
+		if _, ok := rw.leftProof(g.batch, math.MinInt64); !ok {
 			return false
 		}
 	}

@@ -296,23 +296,13 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 	if buf != nil && cap(buf) <= 4<<20 {
 		db.walBuf = buf[:0]
 	}
-	if err != nil || len(buf) == 0 {
+	// A group of calls whose failures rest on earlier groups' batches
+	// (cond_left.go) logs nothing, but its calls queue behind those.
+	if err != nil || len(buf) == 0 && !hasNoop(group) {
 		return err
 	}
-	if st.sync {
-		// Written and synced from this goroutine: one write and one sync,
-		// no hand-off to the WAL's flusher.
-		if err := db.logWriter.WriteSync(buf); err != nil {
-			// A failed write may leave a partial record, a failed fsync
-			// the written bytes in an unknown state: nothing more may be
-			// appended, nothing treated as durable or retried.
-			return db.setBackgroundError(fmt.Errorf("WAL write and sync: %w", err))
-		}
-		db.metrics.walSyncs.Add(1)
-	} else if err := db.logWriter.Write(buf); err != nil {
-		// The segment may now end in a partial record; nothing more may be
-		// appended after it.
-		return db.setBackgroundError(fmt.Errorf("WAL write: %w", err))
+	if err := db.writeWAL(buf, st.sync); err != nil {
+		return err
 	}
 	db.metrics.walBytes.Add(uint64(len(buf)))
 	db.lastSeq = st.next - 1
@@ -332,6 +322,43 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 	}
 	db.pub.push(ws)
 	return nil
+}
+
+// writeWAL appends a group's records to the WAL, and syncs them if sync;
+// nothing if there are none. A failure poisons the database.
+func (db *DB) writeWAL(buf []byte, sync bool) error {
+	switch {
+	case len(buf) == 0:
+		return nil
+	case sync:
+		// Written and synced from this goroutine: one write and one sync,
+		// no hand-off to the WAL's flusher.
+		if err := db.logWriter.WriteSync(buf); err != nil {
+			// A failed write may leave a partial record, a failed fsync
+			// the written bytes in an unknown state: nothing more may be
+			// appended, nothing treated as durable or retried.
+			return db.setBackgroundError(fmt.Errorf("WAL write and sync: %w", err))
+		}
+		db.metrics.walSyncs.Add(1)
+	default:
+		if err := db.logWriter.Write(buf); err != nil {
+			// The segment may now end in a partial record; nothing more
+			// may be appended after it.
+			return db.setBackgroundError(fmt.Errorf("WAL write: %w", err))
+		}
+	}
+	return nil
+}
+
+// hasNoop reports whether a waiter of group is a call not logged whose
+// failure rests on an earlier batch (commitWaiter.noop).
+func hasNoop(group []*commitWaiter) bool {
+	for _, g := range group {
+		if g.noop && !g.done {
+			return true
+		}
+	}
+	return false
 }
 
 // stampGroup stamps the batches of group from sequence number lastSeq+1,
@@ -396,6 +423,9 @@ func (db *DB) stampGroup(group []*commitWaiter, lastCond int, proven bool) (st s
 		g.claim.Store(g.last) // before g is released (applyLogged)
 		db.recent.note(g.batch.data, g.last)
 		st.sync = st.sync || g.sync
+	}
+	if proven {
+		db.recent.leave(db.condOv.left)
 	}
 	st.buf, st.next = buf, seq
 	return st, true, nil
