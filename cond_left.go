@@ -47,9 +47,10 @@ type leftState struct {
 // pendingLeft is a state to record once the group that logs it is stamped;
 // key aliases the batch.
 type pendingLeft struct {
-	key []byte
-	st  keyState
-	seq uint64
+	key  []byte
+	st   keyState
+	seq  uint64
+	slot uint32 // recentSlot(key)
 }
 
 // leave records the states of a stamped group's single-key calls. Caller
@@ -62,7 +63,7 @@ func (rw *recentWrites) leave(pending []pendingLeft) {
 		if len(p.key) > leftKeyMax {
 			continue
 		}
-		e := &rw.left[recentSlot(p.key)%leftSlots]
+		e := &rw.left[p.slot%leftSlots]
 		*e = leftState{seq: p.seq, deadline: p.st.deadline, live: p.st.live, expires: p.st.expires, klen: uint8(len(p.key))}
 		copy(e.key[:], p.key)
 	}

@@ -137,7 +137,7 @@ func (o *condOverlay) admitPeeked(b *Batch, logNum uint64, feed bool) (proved, r
 			o.written = append(o.written, provenWrite{key: r.Key, st: ns, seq: r.Seq})
 		}
 		if b.count == 1 {
-			o.left = append(o.left, pendingLeft{key: r.Key, st: ns, seq: r.Seq})
+			o.left = append(o.left, pendingLeft{key: r.Key, st: ns, seq: r.Seq, slot: b.cond.peek.slot})
 		}
 	}
 	return true, rests, nil
