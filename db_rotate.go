@@ -13,8 +13,8 @@ const minAgeRotation = time.Second
 // deadline among them, and at least minAgeRotation. Rotating then lets the
 // rows reach a level-0 table before most of them expire, where a whole-file
 // drop removes them, instead of lingering in the WAL until the memtable
-// fills. Caller holds commitMu.
-func (db *DB) dueForAgeRotation() bool {
+// fills. now is a reading of the clock. Caller holds commitMu.
+func (db *DB) dueForAgeRotation(now int64) bool {
 	f := db.opts.MemtableExpiryFraction
 	if f <= 0 {
 		return false
@@ -23,7 +23,7 @@ func (db *DB) dueForAgeRotation() bool {
 	if !ok {
 		return false
 	}
-	age := db.clock.NowMillis() - first
+	age := now - first
 	if age < minAgeRotation.Milliseconds() {
 		return false
 	}
@@ -43,7 +43,7 @@ func (db *DB) maybeRotateByAge() {
 	db.mu.Lock()
 	ok := !db.closed && db.bgErr == nil && len(db.imm) < db.opts.MaxImmutableMemtables
 	db.mu.Unlock()
-	if ok && db.dueForAgeRotation() {
+	if ok && db.dueForAgeRotation(db.clock.NowMillis()) {
 		if err := db.rotateMemtable(); err != nil {
 			db.log.Warn("mayfly: rotating memtable by age", "err", err)
 		}

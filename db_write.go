@@ -270,20 +270,24 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 	for _, g := range group {
 		groupBytes += len(g.batch.data)
 	}
-	if !db.roomAtOnce() {
+	// One clock reading serves the room check and the stamp, unless
+	// making room waited.
+	now := db.clock.NowMillis()
+	if !db.roomAtOnce(now) {
 		if err := db.makeRoomForWrite(groupBytes); err != nil {
 			return err
 		}
+		now = db.clock.NowMillis()
 	}
 	lastCond := lastConditional(group)
 	proven := lastCond >= 0 && db.recent.provable(group[:lastCond+1], db.mem.LogNum())
-	st, ok, err := db.stampGroup(group, lastCond, proven)
+	st, ok, err := db.stampGroup(group, lastCond, proven, now)
 	if !ok {
 		for _, g := range group {
 			g.done, g.err, g.noop = false, nil, false
 		}
 		proven = false
-		st, _, err = db.stampGroup(group, lastCond, false)
+		st, _, err = db.stampGroup(group, lastCond, false, now)
 	}
 	switch {
 	case lastCond < 0:
@@ -371,16 +375,18 @@ func hasNoop(group []*commitWaiter) bool {
 // having logged nothing (the slots it raised stay raised: a raised slot
 // only withholds proofs), and the group must be stamped again with proven
 // false. Otherwise it first waits until every batch logged before the group
-// is applied and visible.
-func (db *DB) stampGroup(group []*commitWaiter, lastCond int, proven bool) (st stampedGroup, ok bool, err error) {
+// is applied and visible. The batches are stamped at the clock reading now,
+// or at one taken after that wait.
+func (db *DB) stampGroup(group []*commitWaiter, lastCond int, proven bool, now int64) (st stampedGroup, ok bool, err error) {
 	if lastCond >= 0 && !proven {
 		// Conditions see the latest committed state: every batch logged
-		// before this group must be in the memtable and visible first.
+		// before this group must be in the memtable and visible first,
+		// and the commit time is read after that wait.
 		if err := db.pub.wait(); err != nil {
 			return st, true, err
 		}
+		now = db.clock.NowMillis()
 	}
-	now := db.clock.NowMillis()
 	seq := db.lastSeq + 1
 	buf := db.walBuf[:0]
 	if lastCond >= 0 {

@@ -48,9 +48,9 @@ type roomGrant struct {
 // roomAtOnce reports whether db.room still lets a commit group go ahead
 // without makeRoomForWrite: the grant's state is current, and the active
 // memtable is neither full (a quarter of MemtableSize while the frozen ones
-// are at their limit: the stall) nor due for age rotation. Caller holds
-// commitMu.
-func (db *DB) roomAtOnce() bool {
+// are at their limit: the stall) nor due for age rotation, at the clock
+// reading now. Caller holds commitMu.
+func (db *DB) roomAtOnce(now int64) bool {
 	g := &db.room
 	if g.rs == nil || g.rs != db.readState.Load() || g.epoch != db.roomEpoch.Load() {
 		return false
@@ -62,10 +62,10 @@ func (db *DB) roomAtOnce() bool {
 	if db.mem.Size() >= limit {
 		return false
 	}
-	if g.clockBound && db.clock.NowMillis() > g.now {
+	if g.clockBound && now > g.now {
 		return false
 	}
-	return g.immFull || !db.dueForAgeRotation()
+	return g.immFull || !db.dueForAgeRotation(now)
 }
 
 // makeRoomForWrite rotates a full memtable, or one due for rotation by the
@@ -122,7 +122,7 @@ func (db *DB) makeRoomForWrite(bytes int) error {
 			db.kickCompaction()
 			db.cond.Wait()
 		case db.mem.Size() >= db.opts.MemtableSize, db.logWriter.Sealed(),
-			len(db.imm) < db.opts.MaxImmutableMemtables && db.dueForAgeRotation():
+			len(db.imm) < db.opts.MaxImmutableMemtables && db.dueForAgeRotation(db.clock.NowMillis()):
 			db.mu.Unlock()
 			if err := db.rotateMemtable(); err != nil {
 				return err

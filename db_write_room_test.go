@@ -162,7 +162,7 @@ func TestRoomGrant(t *testing.T) {
 	atOnce := func() bool {
 		db.commitMu.Lock()
 		defer db.commitMu.Unlock()
-		return db.roomAtOnce()
+		return db.roomAtOnce(clk.NowMillis())
 	}
 	granted := func(step string, want bool) {
 		t.Helper()
@@ -180,7 +180,7 @@ func TestRoomGrant(t *testing.T) {
 	granted("after a row with a TTL", true)
 	db.commitMu.Lock()
 	clk.Advance(2 * time.Second)
-	due := db.roomAtOnce()
+	due := db.roomAtOnce(clk.NowMillis())
 	db.commitMu.Unlock()
 	if due {
 		t.Fatal("roomAtOnce true with the memtable due for age rotation")
