@@ -76,7 +76,7 @@ func (rw *recentWrites) leave(pending []pendingLeft) {
 // Caller holds commitMu.
 func (rw *recentWrites) leftProof(b *Batch, now int64) (s keyState, ok bool) {
 	p, c := &b.cond.peek, &b.cond
-	if rw.left == nil || rw.slots == nil || !p.ok || b.count != 1 || len(c.list) != 1 {
+	if rw.left == nil || rw.slots == nil || !b.peekedSingleKey() {
 		return keyState{}, false
 	}
 	e := &rw.left[p.slot%leftSlots]

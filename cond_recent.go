@@ -137,5 +137,11 @@ func (rw *recentWrites) provable(group []*commitWaiter, logNum uint64) bool {
 // commitMu.
 func (rw *recentWrites) peekProof(b *Batch, logNum uint64) bool {
 	p := &b.cond.peek
-	return p.ok && b.count == 1 && len(b.cond.list) == 1 && p.logNum == logNum && rw.unchangedSince(p.slot, p.seq)
+	return b.peekedSingleKey() && p.logNum == logNum && rw.unchangedSince(p.slot, p.seq)
+}
+
+// peekedSingleKey reports whether b is a single-key call whose key was
+// peeked: one entry, one condition on it, a peek taken for this commit.
+func (b *Batch) peekedSingleKey() bool {
+	return b.cond.peek.ok && b.count == 1 && len(b.cond.list) == 1
 }

@@ -161,10 +161,17 @@ const maxHelpEarlier = 8
 func (db *DB) helpEarlier(w *commitWaiter) {
 	var local [maxHelpEarlier]helpRef
 	for _, h := range db.pub.unclaimedBefore(w, local[:0]) {
-		if h.w.claim.CompareAndSwap(h.last, 0) {
-			db.pub.applied(h.w, db.applyOne(h.w), &db.visibleSeq, &db.metrics)
-			db.metrics.batchesHelped.Add(1)
-		}
+		db.applyFor(h)
+	}
+}
+
+// applyFor applies another writer's logged batch h and reports it applied,
+// if its claim is still h's: the claim's compare-and-swap makes exactly one
+// writer apply each batch.
+func (db *DB) applyFor(h helpRef) {
+	if h.w.claim.CompareAndSwap(h.last, 0) {
+		db.pub.applied(h.w, db.applyOne(h.w), &db.visibleSeq, &db.metrics)
+		db.metrics.batchesHelped.Add(1)
 	}
 }
 
@@ -187,10 +194,7 @@ func (db *DB) applyOne(w *commitWaiter) error {
 // claimed them yet, and empties the list.
 func (db *DB) applyHelped(w *commitWaiter) {
 	for i, h := range w.helps {
-		if h.w.claim.CompareAndSwap(h.last, 0) {
-			db.pub.applied(h.w, db.applyOne(h.w), &db.visibleSeq, &db.metrics)
-			db.metrics.batchesHelped.Add(1)
-		}
+		db.applyFor(h)
 		w.helps[i] = helpRef{}
 	}
 	w.helps = w.helps[:0]

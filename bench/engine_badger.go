@@ -16,9 +16,9 @@ type badgerEngine struct {
 	smallMemtables bool
 }
 
-// The memtables of "badger-smallmem": about what Mayfly (6 MiB, up to 2.25
-// live) and Pebble (4 MiB, two or more) hold, where Badger's defaults keep
-// up to five of 64 MiB.
+// The memtables of "badger-smallmem", sized to the order of what the other
+// engines' memtables hold at their defaults, far below Badger's own
+// (bench/HISTORY.md, "Scale curve at 50M").
 const (
 	smallMemtableBytes = 8 << 20
 	smallMemtableCount = 2

@@ -67,8 +67,8 @@ type Iter interface {
 // reading point keys through an iterator that uses L6 bloom filters) and
 // "pebble-bloom" (the same with a 10-bit filter on every level whatever
 // -bloom says: the like-for-like point-read baseline) can be asked for by
-// name, as can "badger-smallmem" (Badger with two 8 MiB memtables instead of
-// its default five of 64 MiB, for runs under a memory limit that Badger's
+// name, as can "badger-smallmem" (Badger with smallMemtableCount memtables
+// of smallMemtableBytes, for runs under a memory limit that Badger's
 // defaults alone exceed).
 var Engines = []string{"mayfly", "pebble", "badger", "goleveldb"}
 

@@ -9,9 +9,9 @@ package sstable
 // next reads a window of the following blocks with a single ReadAt:
 //
 //	SeekGE -> block k           read alone (a seek that needs one block costs one read)
-//	Next   -> block k+1         window W1 = blocks k+1.. up to 64 KiB, read now
-//	Next   -> middle block of W1 W2 (next blocks, 128 KiB) fetched in the background
-//	Next   -> first block of W2  wait for W2 if still in flight; W3 (256 KiB) starts at W2's middle block
+//	Next   -> block k+1         window W1 = blocks k+1.. up to initialReadAhead bytes, read now
+//	Next   -> middle block of W1 W2 (the next blocks, twice W1's bytes) fetched in the background
+//	Next   -> first block of W2  wait for W2 if still in flight; W3 (twice W2) starts at W2's middle block
 //
 // Rules:
 //   - With ReaderOptions.ReadAheadAfter = n, the first n forward steps
