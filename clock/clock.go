@@ -50,9 +50,11 @@ type Monotonic struct {
 	hwm    atomic.Int64
 }
 
-// NewSystem returns a Monotonic clock over the system's wall clock.
+// NewSystem returns a Monotonic clock over the system's wall clock, which
+// it reads once a second and advances in between by the monotonic clock
+// (system.go): a step of the wall clock shows within a second.
 func NewSystem() *Monotonic {
-	return &Monotonic{source: func() int64 { return time.Now().UnixMilli() }}
+	return &Monotonic{source: newSystemSource().millis}
 }
 
 // NewMonotonic wraps source (Unix milliseconds) in a Monotonic clock.

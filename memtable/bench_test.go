@@ -26,14 +26,15 @@ func benchKey(dst []byte, i uint64) []byte {
 
 // BenchmarkApplyBatch inserts 100-row batches of random keys with 100-byte
 // values; each op is one row. The memtable is replaced every 256k rows (about
-// one 64 MiB memtable) so the index depth stays realistic.
+// one 64 MiB memtable) so the index depth stays realistic, and has the
+// engine's whole-key filter and newest-version hint.
 func BenchmarkApplyBatch(b *testing.B) {
 	const perBatch = 100
 	rng := rand.New(rand.NewSource(1))
 	val := make([]byte, 100)
 	var key [16]byte
 	data := make([]byte, 0, perBatch*140)
-	m := New(1)
+	m := NewFiltered(1, nil, 64<<20)
 	defer func() { m.Unref() }() // m is replaced as it fills
 	b.ReportAllocs()
 	b.SetBytes(16 + 100)
@@ -41,7 +42,7 @@ func BenchmarkApplyBatch(b *testing.B) {
 	for i := 0; i < b.N; i += perBatch {
 		if m.Len() >= 256<<10 {
 			m.Unref()
-			m = New(1)
+			m = NewFiltered(1, nil, 64<<20)
 		}
 		data = data[:format.BatchHeaderLen]
 		for j := 0; j < perBatch; j++ {

@@ -109,7 +109,7 @@ func TestFilteredMemtableSkipsAbsentKeys(t *testing.T) {
 			t.Fatalf("Get of an absent key found a row")
 		}
 	}
-	if got, want := m.MemoryBytes(), m.Size()+m.filter.bytes(); got != want || m.filter.bytes() == 0 {
-		t.Fatalf("MemoryBytes = %d, want Size plus the filter's %d bytes = %d", got, m.filter.bytes(), want)
+	if got, want := m.MemoryBytes(), m.Size()+m.filter.bytes()+m.hint.bytes(); got != want || m.filter.bytes() == 0 || m.hint.bytes() == 0 {
+		t.Fatalf("MemoryBytes = %d, want Size plus the filter's %d and the hint's %d bytes = %d", got, m.filter.bytes(), m.hint.bytes(), want)
 	}
 }

@@ -24,6 +24,6 @@ func (m *Memtable) Freeze() {
 func (m *Memtable) Frozen() bool { return m.sealed.Load() }
 
 // MemoryBytes returns the memory the memtable holds for its rows: Size,
-// frozen or not (the index lives in the arena with the records), and its
-// whole-key filter.
-func (m *Memtable) MemoryBytes() int64 { return m.Size() + m.filter.bytes() }
+// frozen or not (the index lives in the arena with the records), its
+// whole-key filter and its newest-version hint.
+func (m *Memtable) MemoryBytes() int64 { return m.Size() + m.filter.bytes() + m.hint.bytes() }

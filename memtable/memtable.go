@@ -59,7 +59,8 @@ type Memtable struct {
 
 	refs atomic.Int32 // references; the arena is freed when they reach 0
 
-	filter keyFilter // whole-key filter (filter.go); none for New and NewPooled
+	filter keyFilter  // whole-key filter (filter.go); none for New and NewPooled
+	hint   newestHint // newest-version hint (hint.go); none when no filter
 
 	// deadlineRows counts the deadline rows and merge operands added;
 	// deadlineMinTS is the earliest commit time among them (MaxInt64:
@@ -88,7 +89,8 @@ func NewPooled(logNum uint64, pool *Pool) *Memtable { return NewFiltered(logNum,
 // which spares most lookups of absent keys the skiplist search. The
 // filter takes about expectedBytes/64 bytes of Go heap; 0 means no filter.
 func NewFiltered(logNum uint64, pool *Pool, expectedBytes int64) *Memtable {
-	m := &Memtable{logNum: logNum, pool: pool, filter: makeKeyFilter(expectedBytes)}
+	m := &Memtable{logNum: logNum, pool: pool,
+		filter: makeKeyFilter(expectedBytes), hint: makeNewestHint(expectedBytes)}
 	// No chunk yet: the first alloc of each kind adds one.
 	m.arena.cur[nodeSpace].Store(arenaChunk)
 	m.arena.cur[recordSpace].Store(arenaChunk)

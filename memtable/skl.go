@@ -144,7 +144,9 @@ func (m *Memtable) insert(v *view, sp *splice, r *format.Row) int64 {
 	n.k0, n.k1 = inline(r.Key)
 	n.loc, n.seq = loc, r.Seq
 	s := searchKey{k0: n.k0, k1: n.k1, key: r.Key, seq: r.Seq}
-	m.filter.add(keyHash(n.k0, n.k1, r.Key)) // before the node can be seen
+	kh := keyHash(n.k0, n.k1, r.Key)
+	m.filter.add(kh) // before the node can be seen
+	m.hint.offer(kh, r.Seq, ref)
 	v.link(sp, ref, n, h, &s)
 	return int64(ns + rl)
 }

@@ -5,8 +5,9 @@ import "github.com/mayflydb/mayfly/format"
 // Versions calls fn with each row of ukey whose Seq is at most seq, newest
 // first, until fn returns false or the key has no older row: the rows
 // repeated Get calls at each row's Seq less one would return, found in one
-// search (which goes straight to the first version at or below seq), or
-// none when the whole-key filter rules the key out (filter.go). It
+// search (which goes straight to the first version at or below seq, or
+// starts there when the newest-version hint names it: hint.go), or none
+// when the whole-key filter rules the key out (filter.go). It
 // takes no lock: fn may call into m, and the rows are those linked when the
 // walk reaches them. The row's bytes alias the arena and are valid, like
 // Get's, while the caller holds a reference.
@@ -14,10 +15,15 @@ func (m *Memtable) Versions(ukey []byte, seq uint64, fn func(r format.Row) bool)
 	m.live()
 	v := m.view()
 	s := makeSearchKey(ukey, seq)
-	if !m.filter.mayContain(keyHash(s.k0, s.k1, ukey)) {
+	kh := keyHash(s.k0, s.k1, ukey)
+	if !m.filter.mayContain(kh) {
 		return
 	}
-	for x := v.seekGE(&s); x != 0; {
+	x := v.hinted(kh, &s)
+	if x == 0 {
+		x = v.seekGE(&s)
+	}
+	for x != 0 {
 		n := v.node(x)
 		if v.cmpUser(n, &s) != 0 || !fn(v.row(n.loc)) {
 			return

@@ -1,0 +1,214 @@
+package memtable
+
+import (
+	"fmt"
+	"math/rand"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mayflydb/mayfly/format"
+)
+
+// addRow inserts one row of key with sequence seq, its value naming both.
+func addRow(m *Memtable, key string, seq uint64) {
+	m.Add(&format.Row{Key: []byte(key), Seq: seq, Value: fmt.Appendf(nil, "%s@%d", key, seq)})
+}
+
+// searched is Versions without the hint: the full skiplist search.
+func searched(m *Memtable, key string, seq uint64) []uint64 {
+	v := m.view()
+	s := makeSearchKey([]byte(key), seq)
+	var out []uint64
+	for x := v.seekGE(&s); x != 0; x = v.node(x).next(0) {
+		n := v.node(x)
+		if v.cmpUser(n, &s) != 0 {
+			break
+		}
+		out = append(out, n.seq)
+	}
+	return out
+}
+
+// versions is Versions' rows' sequence numbers.
+func versions(m *Memtable, key string, seq uint64) []uint64 {
+	var out []uint64
+	m.Versions([]byte(key), seq, func(r format.Row) bool {
+		if want := fmt.Sprintf("%s@%d", r.Key, r.Seq); string(r.Value) != want {
+			panic(fmt.Sprintf("row %s@%d holds %q", r.Key, r.Seq, r.Value))
+		}
+		out = append(out, r.Seq)
+		return true
+	})
+	return out
+}
+
+// TestHintMatchesSearch inserts versions of a few keys in random sequence
+// order (as concurrent commit groups may), into memtables whose hints have
+// 1 slot (every key collides) and many, and checks that Versions at every
+// sequence number gives exactly the full search's rows.
+func TestHintMatchesSearch(t *testing.T) {
+	for _, expected := range []int64{1, 1 << 20} {
+		t.Run(fmt.Sprint(len(makeNewestHint(expected).slots), "slots"), func(t *testing.T) {
+			m := NewFiltered(1, nil, expected)
+			defer m.Unref()
+			rng := rand.New(rand.NewSource(expected))
+			const rows = 400
+			keys := []string{"a", "b", "0123456789abcdef-long", "0123456789abcdef-lonh", "z"}
+			for _, i := range rng.Perm(rows) {
+				addRow(m, keys[rng.Intn(len(keys))], uint64(i+1))
+				for _, k := range keys {
+					for _, seq := range []uint64{uint64(rng.Intn(rows + 1)), rows + 5} {
+						got, want := versions(m, k, seq), searched(m, k, seq)
+						if fmt.Sprint(got) != fmt.Sprint(want) {
+							t.Fatalf("Versions(%s, %d) = %v, the search finds %v", k, seq, got, want)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestHintKeepsNewestAgainstLateInserts: a row inserted after a newer row
+// of its key (a slower commit group) does not take the slot, and a
+// reference stored after a newer one raised the slot (a slow insert losing
+// the race between its compare-and-swap and its store) is not used.
+func TestHintKeepsNewestAgainstLateInserts(t *testing.T) {
+	m := NewFiltered(1, nil, 1<<20)
+	defer m.Unref()
+	addRow(m, "k", 10)
+	addRow(m, "k", 9)
+	if r, ok := m.Get([]byte("k"), 100); !ok || r.Seq != 10 {
+		t.Fatalf("after k@10 then k@9, Get(k) = seq %d, %v; want 10", r.Seq, ok)
+	}
+	v := m.view()
+	s := makeSearchKey([]byte("k"), 100)
+	kh := hashOf([]byte("k"))
+	ref10 := v.hinted(kh, &s)
+	if ref10 == 0 || v.node(ref10).seq != 10 {
+		t.Fatalf("the hint does not name k@10 (ref %#x)", ref10)
+	}
+	// k@11 raised the slot, then k@10's store landed late.
+	addRow(m, "k", 11)
+	m.hint.slot(kh).ref.Store(hintTag(kh) | ref10)
+	if x := v.hinted(kh, &s); x != 0 {
+		t.Fatalf("the hint names k@%d under a slot raised to 11", v.node(x).seq)
+	}
+	if r, ok := m.Get([]byte("k"), 100); !ok || r.Seq != 11 {
+		t.Fatalf("Get(k) = seq %d, %v; want 11", r.Seq, ok)
+	}
+	// A reader below the newest row searches: k@11 is not its row.
+	if r, ok := m.Get([]byte("k"), 10); !ok || r.Seq != 10 {
+		t.Fatalf("Get(k, 10) = seq %d, %v; want 10", r.Seq, ok)
+	}
+}
+
+// TestHintServesRecentKeys: a key's newest row is hinted right after its
+// insert, so a lookup of a key just written skips the search.
+func TestHintServesRecentKeys(t *testing.T) {
+	m := NewFiltered(1, nil, 64<<20)
+	defer m.Unref()
+	v := m.view()
+	for i := range 10000 {
+		k := fmt.Sprintf("token:%08d", i*7919%10000)
+		addRow(m, k, uint64(i+1))
+		s := makeSearchKey([]byte(k), uint64(i+1))
+		if x := v.hinted(hashOf([]byte(k)), &s); x == 0 || v.node(x).seq != uint64(i+1) {
+			t.Fatalf("row %d: the key just written is not hinted", i)
+		}
+	}
+}
+
+// TestHintUnderConcurrentInserts: writers insert rows out of sequence
+// order (each takes the next number, inserts, then marks it done) while
+// readers look keys up at the published sequence number (the highest with
+// every number up to it done). Row s is of key s mod keys, so a reader
+// knows which row is the newest it may see. Run with -race.
+func TestHintUnderConcurrentInserts(t *testing.T) {
+	const keys, rows, writers, readers = 37, 20000, 4, 2
+	for _, expected := range []int64{1, 1 << 20} {
+		m := NewFiltered(1, nil, expected)
+		var next, published atomic.Uint64
+		done := make([]atomic.Bool, rows+1)
+		var pubMu sync.Mutex
+		publish := func(s uint64) {
+			done[s].Store(true)
+			pubMu.Lock()
+			p := published.Load()
+			for p < rows && done[p+1].Load() {
+				p++
+			}
+			published.Store(p)
+			pubMu.Unlock()
+		}
+		key := func(s uint64) string { return fmt.Sprintf("key-%02d", s%keys) }
+		var wg sync.WaitGroup
+		for range writers {
+			wg.Go(func() {
+				for s := next.Add(1); s <= rows; s = next.Add(1) {
+					addRow(m, key(s), s)
+					publish(s)
+				}
+			})
+		}
+		var bad atomic.Value
+		for r := range readers {
+			wg.Go(func() {
+				for i := uint64(r); published.Load() < rows; i++ {
+					p := published.Load()
+					k := i % keys
+					var want uint64 // the newest s <= p with s%keys == k (0: none)
+					if p >= k && !(k == 0 && p < keys) {
+						want = p - (p-k)%keys
+					}
+					got, ok := m.Get([]byte(fmt.Sprintf("key-%02d", k)), p)
+					if ok != (want != 0) || (ok && got.Seq != want) {
+						bad.Store(fmt.Sprintf("Get(key-%02d, %d) = seq %d, %v; want %d", k, p, got.Seq, ok, want))
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		m.Unref()
+		if b := bad.Load(); b != nil {
+			t.Fatalf("%d slots: %s", len(makeNewestHint(expected).slots), b)
+		}
+	}
+}
+
+// BenchmarkGetRecent looks up keys written shortly before, in a memtable
+// of 200k rows, with and without the hint.
+func BenchmarkGetRecent(b *testing.B) {
+	for _, hint := range []bool{true, false} {
+		b.Run(fmt.Sprint("hint=", hint), func(b *testing.B) {
+			m := NewFiltered(1, nil, 64<<20)
+			defer m.Unref()
+			if !hint {
+				m.hint = newestHint{}
+			}
+			var kb [16]byte
+			val := make([]byte, 100)
+			const rows = 200000
+			for i := range uint64(rows) {
+				m.Add(&format.Row{Key: benchKey(kb[:], i*7919%rows), Seq: i + 1, Value: val})
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				j := uint64(rows - 1 - i%1000)
+				if _, ok := m.Get(benchKey(kb[:], j*7919%rows), rows); !ok {
+					b.Fatal("missing")
+				}
+			}
+		})
+	}
+}
+
+// TestHintTagLeavesReferenceWhole: the largest node reference an arena can
+// make fits below the tag.
+func TestHintTagLeavesReferenceWhole(t *testing.T) {
+	if ref := makeRef(maxChunk, 1<<refOff-1); ref>>hintTagShift != 0 {
+		t.Fatalf("reference %#x reaches the tag's bits (from bit %d)", ref, hintTagShift)
+	}
+}
