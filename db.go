@@ -113,6 +113,7 @@ type DB struct {
 	epoch       uint64      // writer epoch recorded in our manifest versions
 	mergeName   string      // merge operator name recorded in our manifest versions
 	mergeCache  *mergeCache // resolved counters (merge_cache.go); nil without an operator
+	flushMemo   *flushMemo  // states the last flush left (flush_memo.go); flushLoop alone uses it
 
 	// mu guards the fields below; cond is signalled whenever a flush or
 	// compaction finishes or the DB closes.

@@ -395,7 +395,7 @@ func (db *DB) runPick(ctx context.Context, j *compactionJob, now int64) (err err
 		Snapshots: seqs, Now: now, Bottom: p.Bottom, Level: p.OutputLevel, Filters: db.filters,
 		DeadlineAbove: pins.src.fn(), Merger: db.merger(), Below: db.compactionBeneath(pins.below, p),
 	})
-	outs, err := db.writeTables(ci, db.opts.TargetFileSize)
+	outs, err := db.writeTables(ci, db.opts.TargetFileSize, nil)
 	if err != nil {
 		return err
 	}

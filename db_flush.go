@@ -118,7 +118,11 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 		ev.flushEnd(FlushInfo{Duration: time.Since(start), Err: err})
 		return err
 	}
-	t, err := db.writeL0(m, true, flushDeadlineSources(rs, m).fn(), db.stateBeneath(rs, 0))
+	// The memo of the previous flush serves this one only; this flush's
+	// serves the next once its table is recorded (flush_memo.go).
+	prev, next := db.flushMemo, db.newFlushMemo()
+	db.flushMemo = nil
+	t, err := db.writeL0(m, true, flushDeadlineSources(rs, m).fn(), db.stateBeneath(rs, 0), prev, next)
 	rs.release()
 	if err != nil {
 		ev.flushEnd(FlushInfo{Duration: time.Since(start), Err: err})
@@ -142,6 +146,7 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 		ev.flushEnd(FlushInfo{Duration: time.Since(start), Err: err})
 		return err
 	}
+	db.flushMemo = next
 	db.metrics.flushes.Add(1)
 	if t != nil {
 		db.metrics.flushBytes.Add(t.Meta.Size)
@@ -186,7 +191,7 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 // keys exists (older memtables are already flushed, and compactions only
 // rewrite existing ranges), so the flush is a bottom write and expired rows
 // and tombstones with nothing beneath them are dropped.
-func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool, deadlineAbove func([]byte) bool, below beneathFunc) (*tableFile, error) {
+func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool, deadlineAbove func([]byte) bool, below beneathFunc, prev, next *flushMemo) (*tableFile, error) {
 	it := m.NewIter()
 	defer it.Close()
 	cfg := db.compactionConfig(false)
@@ -195,6 +200,7 @@ func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool, deadlineAbove func
 	// Each state found beneath is a row of an older table that the row
 	// written for the key supersedes (compaction.Table.Shadows).
 	var shadows uint64
+	below = db.memoBeneath(below, prev, next)
 	if below != nil {
 		cfg.Below = func(key []byte) (format.Row, bool, error) {
 			r, ok, err := below(key)
@@ -213,7 +219,11 @@ func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool, deadlineAbove func
 		db.mu.Unlock()
 	}
 	ci := compaction.NewIterator(it, cfg)
-	tables, err := db.writeTables(ci, 0)
+	var written func(*format.Row)
+	if next != nil && below != nil {
+		written = next.written
+	}
+	tables, err := db.writeTables(ci, 0, written)
 	if err != nil || len(tables) == 0 {
 		return nil, err
 	}
@@ -231,8 +241,9 @@ func (db *DB) compactionConfig(bottom bool) compaction.Config {
 
 // writeTables writes the rows of ci to new tables. With splitAt > 0 a table
 // is closed once it reaches splitAt bytes, but never between two versions of
-// one user key. The tables are durable when writeTables returns.
-func (db *DB) writeTables(ci *compaction.Iterator, splitAt int64) ([]*tableFile, error) {
+// one user key. written (nil: none) sees each row once it is added. The
+// tables are durable when writeTables returns.
+func (db *DB) writeTables(ci *compaction.Iterator, splitAt int64, written func(*format.Row)) ([]*tableFile, error) {
 	var (
 		out     []*tableFile
 		w       *sstable.Writer
@@ -292,6 +303,9 @@ func (db *DB) writeTables(ci *compaction.Iterator, splitAt int64) ([]*tableFile,
 		}
 		if err := w.Add(r); err != nil {
 			return fail(err)
+		}
+		if written != nil {
+			written(r)
 		}
 		lastKey = append(lastKey[:0], r.Key...)
 	}

@@ -225,7 +225,7 @@ func benchWriteL0(b *testing.B, db *DB, m *memtable.Memtable, rows int) {
 	b.SetBytes(int64(rows * (16 + 100)))
 	cpu0 := processCPU()
 	for b.Loop() {
-		t, err := db.writeL0(m, false, nil, nil)
+		t, err := db.writeL0(m, false, nil, nil, nil, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

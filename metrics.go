@@ -37,6 +37,7 @@ type metricsCounters struct {
 	followRefreshes                        atomic.Uint64
 	mergesFolded, operandsCombined         atomic.Uint64
 	mergeReads, mergeCacheHits             atomic.Uint64
+	flushMemoHits                          atomic.Uint64 // states a flush took from the previous one's memo (flush_memo.go)
 }
 
 // LevelMetrics describes one level of the tree.

@@ -19,7 +19,7 @@ import (
 func (db *DB) flushReplayed(recovered []*memtable.Memtable, segs []uint64) error {
 	var edit versionEdit
 	for i, m := range recovered {
-		t, err := db.writeL0(m, false, nil, nil)
+		t, err := db.writeL0(m, false, nil, nil, nil, nil)
 		if err != nil {
 			return err
 		}

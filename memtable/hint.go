@@ -1,6 +1,9 @@
 package memtable
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // The newest-version hint. A point lookup of a key the memtable does hold
 // (a token read back after it was put, a session read on each request)
@@ -32,14 +35,19 @@ import "sync/atomic"
 // load, not a miss on a node. Slots are overwritten by other keys' inserts, so the hint
 // serves keys written recently, which are the ones read back soon.
 
-// hintSlots caps the slots of a memtable's hint (16 bytes each).
-const hintSlots = 1 << 12
+// hintSlots caps the slots of a memtable's hint (24 bytes each).
+const hintSlots = 1 << 13
 
 // hintSlot is one slot of the hint; seq is offered before ref is stored.
 type hintSlot struct {
-	seq atomic.Uint64 // highest sequence number offered to this slot
-	ref atomic.Uint64 // hintTag of the key and node reference of the row last stored (0: none)
+	seq  atomic.Uint64 // highest sequence number offered to this slot
+	ref  atomic.Uint64 // hintTag of the key and node reference of the row last stored (0: none)
+	pred atomic.Uint64 // hintTag of the key and its level-0 predecessor when last linked (0: none)
 }
+
+// predWalk is how many level-0 steps an insert takes from its key's
+// predecessor before it searches from the head instead.
+const predWalk = 8
 
 // A slot's ref word holds the node reference (below 2^44: see makeRef and
 // maxChunk) in its low hintTagShift bits and the top bits of the key's
@@ -57,21 +65,21 @@ type newestHint struct {
 }
 
 // makeNewestHint returns a hint for a memtable expected to grow to about
-// expectedBytes (0: none): a slot per 16 of its filter's rows, at most
-// hintSlots.
+// expectedBytes (0: none): a slot per 8 of its filter's rows (a power of
+// two, at least that many), at most hintSlots.
 func makeNewestHint(expectedBytes int64) newestHint {
 	if expectedBytes <= 0 {
 		return newestHint{}
 	}
 	n := 1
-	for n < hintSlots && int64(n)*16*filterRowBytes < expectedBytes {
+	for n < hintSlots && int64(n)*8*filterRowBytes < expectedBytes {
 		n <<= 1
 	}
 	return newestHint{slots: make([]hintSlot, n), mask: uint64(n - 1)}
 }
 
 // bytes is the memory the hint's slots take.
-func (h *newestHint) bytes() int64 { return int64(len(h.slots)) * 16 }
+func (h *newestHint) bytes() int64 { return int64(len(h.slots)) * int64(unsafe.Sizeof(hintSlot{})) }
 
 // slot returns the slot of the key with hash kh (the filter's hash: its
 // bits above the probes' pick the slot).
@@ -115,4 +123,39 @@ func (v *view) hinted(kh uint64, s *searchKey) uint64 {
 		return 0
 	}
 	return ref
+}
+
+// notePred records prev, the level-0 predecessor a row of the key with hash
+// kh was just linked after (the head: nothing to record).
+func (h *newestHint) notePred(kh, prev uint64) {
+	if h.slots != nil && prev != headRef {
+		h.slot(kh).pred.Store(hintTag(kh) | prev)
+	}
+}
+
+// fromPred sets level 0 of sp from the predecessor the slot of the key with
+// hash kh names, if it sorts no later than s and s's place is at most
+// predWalk steps after it, and reports whether it did.
+func (v *view) fromPred(sp *splice, s *searchKey, kh uint64) bool {
+	h := &v.m.hint
+	if h.slots == nil {
+		return false
+	}
+	w := h.slot(kh).pred.Load()
+	if w == 0 || w&^(1<<hintTagShift-1) != hintTag(kh) {
+		return false
+	}
+	x := w & (1<<hintTagShift - 1)
+	if v.cmp(v.node(x), s) > 0 {
+		return false
+	}
+	for range predWalk {
+		nx := v.node(x).next(0)
+		if nx == 0 || v.cmp(v.node(nx), s) > 0 {
+			sp.prev[0], sp.next[0] = x, nx
+			return true
+		}
+		x = nx
+	}
+	return false
 }

@@ -147,19 +147,19 @@ func (m *Memtable) insert(v *view, sp *splice, r *format.Row) int64 {
 	kh := keyHash(n.k0, n.k1, r.Key)
 	m.filter.add(kh) // before the node can be seen
 	m.hint.offer(kh, r.Seq, ref)
-	v.link(sp, ref, n, h, &s)
+	v.link(sp, ref, n, h, &s, kh)
 	return int64(ns + rl)
 }
 
-// link inserts node n (reference ref, height h, internal key s) into the
-// list, bottom-up (see the top of this file).
-func (v *view) link(sp *splice, ref uint64, n *node, h int, s *searchKey) {
+// link inserts node n (reference ref, height h, internal key s, key hash
+// kh) into the list, bottom-up (see the top of this file).
+func (v *view) link(sp *splice, ref uint64, n *node, h int, s *searchKey, kh uint64) {
 	m := v.m
 	top := int(m.height.Load())
 	for h > top && !m.height.CompareAndSwap(int32(top), int32(h)) {
 		top = int(m.height.Load())
 	}
-	v.findSplice(sp, s, h, max(h, top))
+	v.findSplice(sp, s, h, max(h, top), kh)
 	for l := range h {
 		for {
 			n.nextWord(l).Store(sp.next[l])
@@ -167,6 +167,9 @@ func (v *view) link(sp *splice, ref uint64, n *node, h int, s *searchKey) {
 				break
 			}
 			sp.prev[l], sp.next[l] = v.spliceLevel(s, l, sp.prev[l])
+		}
+		if l == 0 {
+			m.hint.notePred(kh, sp.prev[0])
 		}
 		if sp.next[l] == 0 {
 			m.tail[l].Store(ref) // n went in last at level l
@@ -188,13 +191,16 @@ func (v *view) link(sp *splice, ref uint64, n *node, h int, s *searchKey) {
 //   - the list's tail (Memtable.tail), when s sorts at or after its last
 //     node at level 0 (keys ascending across calls): each level below h is
 //     walked from its last node, found without a search;
+//   - for a node of height 1, the level-0 predecessor the last insert of
+//     its key had (hint.go, "Predecessors"), when it still sorts before s
+//     and a few steps reach s's place from it;
 //   - a search from the head.
-func (v *view) findSplice(sp *splice, s *searchKey, h, top int) {
+func (v *view) findSplice(sp *splice, s *searchKey, h, top int, kh uint64) {
 	if sp.height == top && (sp.prev[0] == headRef || v.cmp(v.node(sp.prev[0]), s) <= 0) &&
 		(sp.next[0] == 0 || v.cmp(v.node(sp.next[0]), s) > 0) {
 		return
 	}
-	if v.fromTail(sp, s, h) {
+	if v.fromTail(sp, s, h) || h == 1 && v.fromPred(sp, s, kh) {
 		sp.height = 0 // levels from h up were not set: no splice to keep
 		return
 	}

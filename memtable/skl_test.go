@@ -202,9 +202,17 @@ func checkWalk(m *Memtable, known []int, seqOf func(w, i int) uint64, forward bo
 // numbers, Versions, and an iterator moved at random by seeks, steps both
 // ways and First/Last.
 func TestSkiplistMatchesModel(t *testing.T) {
+	// Without filter and hint, with a one-slot hint (every key shares the
+	// slot) and with a hint of 128 slots.
+	for _, expected := range []int64{0, 1, 64 << 10} {
+		t.Run(fmt.Sprint("expected=", expected), func(t *testing.T) { testSkiplistMatchesModel(t, expected) })
+	}
+}
+
+func testSkiplistMatchesModel(t *testing.T, expected int64) {
 	for _, seed := range []int64{1, 2, 3} {
 		rng := rand.New(rand.NewSource(seed))
-		m := New(1)
+		m := NewFiltered(1, nil, expected)
 		var model []format.Row
 		cmp := func(a, b format.Row) int { return format.CompareRows(&a, &b) }
 		seq := uint64(1)
