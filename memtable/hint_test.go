@@ -268,3 +268,17 @@ func BenchmarkInsertHotKeys(b *testing.B) {
 		})
 	}
 }
+
+// TestHintSize: a slot per eight of the filter's rows, 24 bytes each, at
+// most 8,192 slots (192 KiB), which the default 6 MiB memtable reaches.
+func TestHintSize(t *testing.T) {
+	for _, c := range []struct {
+		expected int64
+		slots    int
+	}{{0, 0}, {1, 1}, {64 << 10, 128}, {1 << 20, 2048}, {6 << 20, 8192}, {64 << 20, 8192}} {
+		h := makeNewestHint(c.expected)
+		if len(h.slots) != c.slots || h.bytes() != int64(c.slots)*24 {
+			t.Errorf("hint for %d bytes: %d slots, %d bytes; want %d slots of 24 bytes", c.expected, len(h.slots), h.bytes(), c.slots)
+		}
+	}
+}
