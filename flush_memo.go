@@ -62,7 +62,7 @@ func (db *DB) newFlushMemo() *flushMemo {
 	return &flushMemo{rows: make(map[string]memoRow)}
 }
 
-// beneath wraps below so that a key the memo prev holds is answered from
+// memoBeneath wraps below so that a key the memo prev holds is answered from
 // it (nil prev: below alone), and so that the keys looked up are recorded
 // in next (nil: nothing recorded).
 func (db *DB) memoBeneath(below beneathFunc, prev, next *flushMemo) beneathFunc {

@@ -12,11 +12,11 @@ import (
 // keys with two: a table, indexed by key hash, of the node each slot last
 // saw inserted, kept so that a node it names is always its key's newest.
 //
-// Each slot holds a node reference, tagged with 20 bits of its key's hash,
-// and the highest sequence number ever offered to the slot. An insert of a row with sequence s, before its node
-// is linked, raises the slot's sequence to s with a compare-and-swap and
-// then stores its reference; if the slot already holds s or more it stores
-// nothing. Sequence numbers are unique per row and a slot's only grows, so:
+// Each slot holds a node reference, tagged with 20 bits of its key's
+// hash, and the highest sequence number ever offered to the slot. An
+// insert of a row with sequence s, before its node is linked, raises the
+// slot's sequence to s with a compare-and-swap and then stores its
+// reference; if the slot already holds s or more it stores nothing. Sequence numbers are unique per row and a slot's only grows, so:
 //
 //   - a lookup that loads a reference, then finds that node's sequence
 //     equal to the slot's, has the newest row of the node's key: a newer
@@ -32,8 +32,9 @@ import (
 // case (another key's node, a row newer than seq, an empty slot) searches
 // the list. The tag rules out almost every other key's node without
 // loading it: a lookup of a key the slot does not hold costs the slot's
-// load, not a miss on a node. Slots are overwritten by other keys' inserts, so the hint
-// serves keys written recently, which are the ones read back soon.
+// load, not a miss on a node. Slots are overwritten by other keys'
+// inserts, so the hint serves keys written recently, which are the ones
+// read back soon.
 
 // hintSlots caps the slots of a memtable's hint (24 bytes each).
 const hintSlots = 1 << 13
