@@ -29,17 +29,19 @@ import (
 // db.flushMemo. A key the memo does not hold is looked up as before.
 // RFC 0010, "The flush memo", has the measurements.
 
-// flushMemoMaxKeys and flushMemoMaxBytes bound a memo: a flush stops
-// recording once either is reached.
+// flushMemoMaxKeys and flushMemoMaxBytes bound a memo (its keys, and the
+// bytes of their keys and values): a flush stops recording once either is
+// reached (its heap at the bounds: RFC 0010, "The flush memo").
 const (
-	flushMemoMaxKeys  = 1 << 15
+	flushMemoMaxKeys  = 1 << 14
 	flushMemoMaxBytes = 2 << 20
 )
 
 // flushMemo is the states one flush left the keys it looked up in.
 type flushMemo struct {
-	rows  map[string]memoRow
-	arena []byte // the rows' values
+	rows     map[string]memoRow
+	arena    []byte // the rows' values
+	keyBytes int    // the rows' keys' bytes
 	// want is the key whose state this flush looked up last: its first
 	// row written is recorded. last is the key of the last row written.
 	want, last []byte
@@ -106,12 +108,13 @@ func (f *flushMemo) written(r *format.Row) {
 	if !first || !bytes.Equal(r.Key, f.want) || f.full || r.Flags&(format.FlagMerge|format.FlagDeadline) != 0 {
 		return
 	}
-	if len(f.rows) >= flushMemoMaxKeys || len(f.arena)+len(r.Value) > flushMemoMaxBytes {
+	if len(f.rows) >= flushMemoMaxKeys || f.keyBytes+len(r.Key)+len(f.arena)+len(r.Value) > flushMemoMaxBytes {
 		f.full = true
 		return
 	}
 	m := memoRow{seq: r.Seq, ts: uint64(r.TS), expireTS: uint64(r.ExpireTS), flags: r.Flags,
 		off: uint32(len(f.arena)), n: uint32(len(r.Value))}
 	f.arena = append(f.arena, r.Value...)
+	f.keyBytes += len(r.Key)
 	f.rows[string(r.Key)] = m
 }

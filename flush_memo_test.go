@@ -172,3 +172,31 @@ func TestFlushMemoRecordsFirstBaseRow(t *testing.T) {
 		t.Fatal("a database with compaction filters keeps a memo")
 	}
 }
+
+// TestFlushMemoBounded: a memo records at most flushMemoMaxKeys keys (16k)
+// and flushMemoMaxBytes (2 MiB) of their keys and values, then nothing
+// more, as usage.md's sizing says.
+func TestFlushMemoBounded(t *testing.T) {
+	if flushMemoMaxKeys != 16<<10 || flushMemoMaxBytes != 2<<20 {
+		t.Fatalf("bounds %d keys, %d bytes; usage.md says 16k and 2 MiB", flushMemoMaxKeys, flushMemoMaxBytes)
+	}
+	db := openCounterDB(t, t.TempDir(), clock.NewManual(epoch))
+	defer db.Close()
+	record := func(f *flushMemo, n, valueLen int) {
+		for i := range n {
+			k := fmt.Appendf(nil, "counter:%08d", i)
+			f.want = k
+			f.written(&format.Row{Key: k, Seq: uint64(i + 1), Value: make([]byte, valueLen)})
+		}
+	}
+	f := db.newFlushMemo()
+	record(f, flushMemoMaxKeys+10, 8)
+	if len(f.rows) != flushMemoMaxKeys || !f.full {
+		t.Fatalf("%d keys recorded (full %v), want %d", len(f.rows), f.full, flushMemoMaxKeys)
+	}
+	f = db.newFlushMemo()
+	record(f, 4096, 1000) // 16-byte keys: 2 MiB hold 2,063 rows
+	if n := len(f.rows); n != flushMemoMaxBytes/1016 || !f.full {
+		t.Fatalf("%d rows of 1,016 bytes recorded (full %v), want %d", n, f.full, flushMemoMaxBytes/1016)
+	}
+}
