@@ -24,7 +24,12 @@ import (
 //     past it. The reference a slow insert stores after a newer one raised
 //     the slot fails this check, and the lookup searches the list;
 //   - a row a reader may see (its sequence published, so its insert
-//     returned) has been offered before the reader loads the slot.
+//     returned) has been offered before the reader loads the slot;
+//   - a node is offered before it is linked, so the hint may name a node
+//     whose next words are not set yet, but only one whose sequence is
+//     not published: a lookup at a published sequence number never takes
+//     it, and a lookup at format.MaxSeq (a check for any version at all)
+//     does not use the hint (Versions).
 //
 // A lookup at sequence seq uses the hinted node if its key is the one
 // asked for and its sequence is at most seq: it is then the newest row at

@@ -6,8 +6,9 @@ import "github.com/mayflydb/mayfly/format"
 // first, until fn returns false or the key has no older row: the rows
 // repeated Get calls at each row's Seq less one would return, found in one
 // search (which goes straight to the first version at or below seq, or
-// starts there when the newest-version hint names it: hint.go), or none
-// when the whole-key filter rules the key out (filter.go). It
+// starts there when the newest-version hint names it: hint.go, for any
+// seq but format.MaxSeq), or none when the whole-key filter rules the key
+// out (filter.go). It
 // takes no lock: fn may call into m, and the rows are those linked when the
 // walk reaches them. The row's bytes alias the arena and are valid, like
 // Get's, while the caller holds a reference.
@@ -19,7 +20,12 @@ func (m *Memtable) Versions(ukey []byte, seq uint64, fn func(r format.Row) bool)
 	if !m.filter.mayContain(kh) {
 		return
 	}
-	x := v.hinted(kh, &s)
+	var x uint64
+	if seq != format.MaxSeq {
+		// An offered node may not be linked yet (hint.go); a row at most
+		// a published sequence number is.
+		x = v.hinted(kh, &s)
+	}
 	if x == 0 {
 		x = v.seekGE(&s)
 	}
