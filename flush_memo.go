@@ -93,11 +93,7 @@ func (f *flushMemo) resolve(key []byte, m memoRow, merger format.Merger) (format
 	r := format.Row{Seq: m.seq, TS: int64(m.ts), ExpireTS: int64(m.expireTS), Flags: m.flags,
 		Value: f.arena[m.off : m.off+m.n : m.off+m.n]}
 	c.add(&r)
-	s, ok, err := c.resolve(key, merger)
-	if ok {
-		s.Value = bytes.Clone(s.Value) // it may alias the chain's arena
-	}
-	return s, ok, err
+	return c.resolveOwned(key, merger)
 }
 
 // written records r, a row the flush wrote, if it is the first row of its

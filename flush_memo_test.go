@@ -173,9 +173,9 @@ func TestFlushMemoRecordsFirstBaseRow(t *testing.T) {
 	}
 }
 
-// TestFlushMemoBounded: a memo records at most flushMemoMaxKeys keys (16k)
-// and flushMemoMaxBytes (2 MiB) of their keys and values, then nothing
-// more, as usage.md's sizing says.
+// TestFlushMemoBounded: a memo records at most flushMemoMaxKeys keys and
+// flushMemoMaxBytes of their keys and values, then nothing more; the
+// constants are the bounds usage.md's sizing states.
 func TestFlushMemoBounded(t *testing.T) {
 	if flushMemoMaxKeys != 16<<10 || flushMemoMaxBytes != 2<<20 {
 		t.Fatalf("bounds %d keys, %d bytes; usage.md says 16k and 2 MiB", flushMemoMaxKeys, flushMemoMaxBytes)

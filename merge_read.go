@@ -206,12 +206,18 @@ func (db *DB) stateBeneath(rs *readState, from int) beneathFunc {
 		}); err != nil || len(c.rows) == 0 {
 			return format.Row{}, false, err
 		}
-		r, ok, err := c.resolve(key, db.merger())
-		if ok {
-			r.Value = bytes.Clone(r.Value) // it may alias the chain's arena
-		}
-		return r, ok, err
+		return c.resolveOwned(key, db.merger())
 	}
+}
+
+// resolveOwned is resolve with the value copied out of the chain's arena,
+// so that it outlives the chain's release.
+func (c *mergeChain) resolveOwned(key []byte, m format.Merger) (format.Row, bool, error) {
+	r, ok, err := c.resolve(key, m)
+	if ok {
+		r.Value = bytes.Clone(r.Value)
+	}
+	return r, ok, err
 }
 
 // compactionBeneath is stateBeneath for compaction p: the levels below its

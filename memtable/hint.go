@@ -63,6 +63,15 @@ const hintTagShift = 44
 // hintTag is the tag of the key with hash kh: its top 20 bits, in place.
 func hintTag(kh uint64) uint64 { return kh >> hintTagShift << hintTagShift }
 
+// untag returns the node reference of tagged word w if its tag is that of
+// the key with hash kh, else 0.
+func untag(w, kh uint64) uint64 {
+	if w == 0 || w&^(1<<hintTagShift-1) != hintTag(kh) {
+		return 0
+	}
+	return w & (1<<hintTagShift - 1)
+}
+
 // newestHint is a memtable's newest-version hint; the zero value has no
 // slots and hints nothing.
 type newestHint struct {
@@ -119,11 +128,10 @@ func (v *view) hinted(kh uint64, s *searchKey) uint64 {
 		return 0
 	}
 	sl := h.slot(kh)
-	w := sl.ref.Load()
-	if w == 0 || w&^(1<<hintTagShift-1) != hintTag(kh) {
+	ref := untag(sl.ref.Load(), kh)
+	if ref == 0 {
 		return 0
 	}
-	ref := w & (1<<hintTagShift - 1)
 	n := v.node(ref)
 	if n.seq > s.seq || n.seq != sl.seq.Load() || v.cmpUser(n, s) != 0 {
 		return 0
@@ -147,12 +155,8 @@ func (v *view) fromPred(sp *splice, s *searchKey, kh uint64) bool {
 	if h.slots == nil {
 		return false
 	}
-	w := h.slot(kh).pred.Load()
-	if w == 0 || w&^(1<<hintTagShift-1) != hintTag(kh) {
-		return false
-	}
-	x := w & (1<<hintTagShift - 1)
-	if v.cmp(v.node(x), s) > 0 {
+	x := untag(h.slot(kh).pred.Load(), kh)
+	if x == 0 || v.cmp(v.node(x), s) > 0 {
 		return false
 	}
 	for range predWalk {

@@ -138,7 +138,7 @@ func TestHintChecksKeyBehindTag(t *testing.T) {
 	addRow(m, "b", 1)
 	addRow(m, "a", 5) // takes the only slot
 	sl := m.hint.slot(hashOf([]byte("b")))
-	refA := sl.ref.Load() & (1<<hintTagShift - 1)
+	refA := untag(sl.ref.Load(), hashOf([]byte("a")))
 	sl.ref.Store(hintTag(hashOf([]byte("b"))) | refA)
 	if r, ok := m.Get([]byte("b"), 100); !ok || r.Seq != 1 || string(r.Key) != "b" {
 		t.Fatalf("Get(b) = %q@%d, %v; want b@1", r.Key, r.Seq, ok)
@@ -286,7 +286,8 @@ func BenchmarkInsertHotKeys(b *testing.B) {
 }
 
 // TestHintSize: a slot per eight of the filter's rows, 24 bytes each, at
-// most 8,192 slots (192 KiB), which the default 6 MiB memtable reaches.
+// most hintSlots, as RFC 0011 states after "Predecessor hint"; the
+// default memtable size reaches the cap.
 func TestHintSize(t *testing.T) {
 	for _, c := range []struct {
 		expected int64
