@@ -395,7 +395,11 @@ func (db *DB) runPick(ctx context.Context, j *compactionJob, now int64) (err err
 		Snapshots: seqs, Now: now, Bottom: p.Bottom, Level: p.OutputLevel, Filters: db.filters,
 		DeadlineAbove: pins.src.fn(), Merger: db.merger(), Below: db.compactionBeneath(pins.below, p),
 	})
-	outs, err := db.writeTables(ci, db.opts.TargetFileSize, nil)
+	splitAt := db.opts.TargetFileSize
+	if p.Kind == compaction.KindL0Merge {
+		splitAt = 0 // one table: a merge must take files off level 0
+	}
+	outs, err := db.writeTables(ci, splitAt, nil)
 	if err != nil {
 		return err
 	}

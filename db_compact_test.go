@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -919,4 +922,248 @@ func TestWaitForCompactionsSeesAgeRotation(t *testing.T) {
 			t.Fatalf("round %d: %d bytes in the active memtable, %d frozen, after the wait; want every row flushed", round, m.MemtableBytes, m.ImmutableMemtables)
 		}
 	}
+}
+
+// l0MergeRig is a database and a reference fed the same operations: the
+// reference holds everything in its memtable and never compacts, so every
+// read of the database must equal the reference's.
+type l0MergeRig struct {
+	t        *testing.T
+	clk      *clock.Manual
+	db, ref  *DB
+	rng      *rand.Rand
+	keys     int
+	counters int
+}
+
+func newL0MergeRig(t *testing.T, keys int, mutate func(*Options)) *l0MergeRig {
+	clk := clock.NewManual(epoch)
+	opts := func(ref bool) func(*Options) {
+		return func(o *Options) {
+			o.Clock = clk
+			o.MergeOperator = Int64Add
+			o.DisableAgeRotation = true
+			o.Compression = sstable.NoCompression
+			o.MemtableSize = 1 << 20 // flushes are the test's
+			o.LBaseMaxBytes = 4 << 20
+			if mutate != nil {
+				mutate(o)
+			}
+			if ref {
+				o.MemtableSize = 64 << 20 // holds everything: no table at all
+				o.DisableAutoCompaction = true
+				o.EventListener = nil
+			}
+		}
+	}
+	r := &l0MergeRig{t: t, clk: clk, rng: rand.New(rand.NewPCG(1, 2)), keys: keys, counters: 50}
+	r.db = openTestDB(t, t.TempDir(), clk, opts(false))
+	t.Cleanup(func() { r.db.Close() })
+	r.ref = openTestDB(t, t.TempDir(), clk, opts(true))
+	t.Cleanup(func() { r.ref.Close() })
+	return r
+}
+
+func (r *l0MergeRig) key(i int) []byte { return fmt.Appendf(nil, "key-%05d", i) }
+func (r *l0MergeRig) ctr(i int) []byte { return fmt.Appendf(nil, "ctr-%03d", i) }
+
+func (r *l0MergeRig) val(i, gen int) []byte {
+	return append(fmt.Appendf(nil, "%05d-%03d-", i, gen), bytes.Repeat([]byte{'v'}, 190)...)
+}
+
+// both applies f to the database and the reference.
+func (r *l0MergeRig) both(what string, f func(d *DB) error) {
+	r.t.Helper()
+	for _, d := range []*DB{r.db, r.ref} {
+		if err := f(d); err != nil {
+			r.t.Fatalf("%s: %v", what, err)
+		}
+	}
+}
+
+// load puts every key once.
+func (r *l0MergeRig) load() {
+	for i := range r.keys {
+		r.both("load", func(d *DB) error { return d.Put(r.key(i), r.val(i, 0)) })
+	}
+}
+
+// round applies n random operations (puts, deletes, TTLs, deadline
+// changes, counter adds), flushes the database and advances the clock.
+func (r *l0MergeRig) round(gen, n int) {
+	t := r.t
+	t.Helper()
+	for range n {
+		i := r.rng.IntN(r.keys)
+		ttl := ExpireAfter(time.Duration(1+r.rng.IntN(60)) * time.Second)
+		switch r.rng.IntN(6) {
+		case 0:
+			r.both("put", func(d *DB) error { return d.Put(r.key(i), r.val(i, gen)) })
+		case 1:
+			r.both("delete", func(d *DB) error { return d.Delete(r.key(i)) })
+		case 2:
+			r.both("put with TTL", func(d *DB) error { return d.PutTTL(r.key(i), r.val(i, gen), ttl) })
+		case 3:
+			r.both("expire", func(d *DB) error { _, err := d.Expire(r.key(i), ttl, ExpireAlways); return err })
+		default:
+			c, delta := r.ctr(r.rng.IntN(r.counters)), int64(1+r.rng.IntN(9))
+			got, err := r.db.Add(c, delta, ExpireAfter(30*time.Second))
+			want, rerr := r.ref.Add(c, delta, ExpireAfter(30*time.Second))
+			if err != nil || rerr != nil || got != want {
+				t.Fatalf("Add(%s) = %d, %v; reference %d, %v", c, got, err, want, rerr)
+			}
+		}
+	}
+	if err := r.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r.clk.Advance(5 * time.Second)
+}
+
+// snapshots opens a snapshot of each.
+func (r *l0MergeRig) snapshots() (*Snapshot, *Snapshot) {
+	r.t.Helper()
+	snap, err := r.db.NewSnapshot()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { snap.Close() })
+	refSnap, err := r.ref.NewSnapshot()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { refSnap.Close() })
+	return snap, refSnap
+}
+
+type kvReader interface {
+	Get([]byte) ([]byte, error)
+	Scan(lower, upper []byte, errp *error) iter.Seq2[[]byte, []byte]
+}
+
+// same fails unless a and b read alike: every key's value or error and a
+// full scan.
+func (r *l0MergeRig) same(what string, a, b kvReader) {
+	t := r.t
+	t.Helper()
+	for i := range r.keys + r.counters {
+		k := r.key(i)
+		if i >= r.keys {
+			k = r.ctr(i - r.keys)
+		}
+		got, err := a.Get(k)
+		want, rerr := b.Get(k)
+		if !bytes.Equal(got, want) || fmt.Sprint(err) != fmt.Sprint(rerr) {
+			t.Fatalf("%s: Get(%s) = %q, %v; reference %q, %v", what, k, got, err, want, rerr)
+		}
+	}
+	scan := func(d kvReader) (out []string) {
+		var err error
+		for k, v := range d.Scan(nil, nil, &err) {
+			out = append(out, string(k)+"="+string(v))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got, want := scan(a), scan(b); !slices.Equal(got, want) {
+		t.Fatalf("%s: scan of %d rows, reference %d", what, len(got), len(want))
+	}
+}
+
+// sameTTLs fails unless every key's TTL reads alike in both.
+func (r *l0MergeRig) sameTTLs() {
+	for i := range r.keys {
+		got, gotExp, err := r.db.TTL(r.key(i))
+		want, wantExp, rerr := r.ref.TTL(r.key(i))
+		if got != want || gotExp != wantExp || fmt.Sprint(err) != fmt.Sprint(rerr) {
+			r.t.Fatalf("TTL(%s) = %v, %v, %v; reference %v, %v, %v", r.key(i), got, gotExp, err, want, wantExp, rerr)
+		}
+	}
+}
+
+// TestL0MergeMatchesReference: level-0 merges (compaction.KindL0Merge) of
+// small flushes over a base level more than ten times their size leave
+// every read as it is in a database that never compacts: puts, deletes,
+// TTLs, deadline changes and counter operands, read now (values, TTLs, a
+// scan) and through a snapshot taken midway. Both kinds of level-0
+// compaction run: merges while level 0 is small, then into the base level.
+func TestL0MergeMatchesReference(t *testing.T) {
+	r := newL0MergeRig(t, 8000, nil)
+	r.load()
+	if err := r.db.Compact(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	var snap, refSnap *Snapshot
+	for gen := 1; gen <= 16; gen++ {
+		r.round(gen, 150)
+		if err := r.db.WaitForCompactions(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if gen == 8 {
+			snap, refSnap = r.snapshots()
+		}
+	}
+	if m := r.db.Metrics(); m.CompactionsByKind["l0merge"] == 0 || m.CompactionsByKind["l0"] == 0 {
+		t.Fatalf("compactions by kind %v: want level-0 merges and level-0 compactions into the base level", m.CompactionsByKind)
+	}
+	r.same("now", r.db, r.ref)
+	r.same("snapshot", snap, refSnap)
+	r.sameTTLs()
+}
+
+// TestL0MergeWhileL0GoesDown: while level 0 is being compacted into the
+// base level (held in its CompactionBegin), four newer flushes merge among
+// themselves, and once both finish every read is the reference's.
+func TestL0MergeWhileL0GoesDown(t *testing.T) {
+	release, merged := make(chan struct{}), make(chan struct{}, 1)
+	var held atomic.Bool
+	r := newL0MergeRig(t, 2000, func(o *Options) {
+		o.EventListener = &EventListener{
+			CompactionBegin: func(info CompactionInfo) {
+				if info.Kind == "l0" && held.CompareAndSwap(false, true) {
+					<-release
+				}
+			},
+			CompactionEnd: func(info CompactionInfo) {
+				if info.Kind == "l0merge" && info.Err == nil {
+					select {
+					case merged <- struct{}{}:
+					default:
+					}
+				}
+			},
+		}
+	})
+	r.load()
+	for gen := 1; gen <= 8; gen++ {
+		r.round(gen, 150) // the first four start the held compaction
+	}
+	select {
+	case <-merged:
+	case <-time.After(time.Minute): // a guard against a hang, not a measurement
+		t.Fatal("no level-0 merge while level 0 was being compacted into the base level")
+	}
+	if !held.Load() {
+		t.Fatal("no level-0 compaction into the base level was held")
+	}
+	r.db.mu.Lock()
+	var l0Compacting, l0 int
+	for _, tf := range r.db.current.levels[0] {
+		l0++
+		if tf.compacting {
+			l0Compacting++
+		}
+	}
+	r.db.mu.Unlock()
+	close(release)
+	if err := r.db.WaitForCompactions(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if l0Compacting == 0 || l0-l0Compacting > 2 {
+		t.Fatalf("after the merge: %d level-0 tables, %d being compacted into the base level; want the newer four merged", l0, l0Compacting)
+	}
+	r.same("now", r.db, r.ref)
+	r.sameTTLs()
 }

@@ -94,9 +94,9 @@ func flushDeadlineSources(rs *readState, m *memtable.Memtable) *deadlineSources 
 
 // compactionDeadlineSources returns the sources above compaction j's
 // inputs in rs: every memtable and every table that is not an input, of
-// level 0 and of each level above the last input level, each if it
-// overlaps the inputs' key range [j.Lo, j.Hi] and its deadline rows are
-// early enough to reach an input row. A table of an input level that is
+// level 0 (newer than its level-0 inputs) and of each level above the last
+// input level, each if it overlaps the inputs' key range [j.Lo, j.Hi] and
+// its deadline rows are early enough to reach an input row. A table of an input level that is
 // not an input counts as well: the input tables of a deeper level may
 // reach past the key range of that level's inputs, under such a table,
 // which is newer than they are. (It holds no key of its own level's
@@ -106,10 +106,14 @@ func compactionDeadlineSources(rs *readState, j *compactionJob) *deadlineSources
 	s := &deadlineSources{reach: math.MinInt64}
 	last := 0
 	isInput := map[*tableFile]bool{}
+	var newestL0 uint64 // the largest sequence number of a level-0 input
 	for i, in := range j.Inputs {
 		last = max(last, in.Level)
 		for _, t := range j.inputs[i] {
 			isInput[t] = true
+			if in.Level == 0 {
+				newestL0 = max(newestL0, t.Meta.LargestSeq)
+			}
 			if t.Meta.NumTTLRows > 0 {
 				s.reach = max(s.reach, t.Meta.MaxExpireTS)
 			}
@@ -125,10 +129,12 @@ func compactionDeadlineSources(rs *readState, j *compactionJob) *deadlineSources
 	for _, m := range rs.imm {
 		s.addMem(m)
 	}
-	// Level 0 always: its tables that are not inputs may be newer.
+	// Level 0 always: its tables that are not inputs may be newer. Those
+	// older than the level-0 inputs (below a level-0 merge's run) are not
+	// above them.
 	for l := range max(last, 1) {
 		for _, t := range rs.v.levels[l] {
-			if !isInput[t] {
+			if !isInput[t] && (l > 0 || t.Meta.LargestSeq > newestL0) {
 				s.addTable(t, j.Lo, j.Hi)
 			}
 		}

@@ -33,7 +33,7 @@ type metricsCounters struct {
 	wholeFileDrops, wholeFileDropBytes     atomic.Uint64
 	trivialMoves                           atomic.Uint64
 	filterRemoved, filterChanged           atomic.Uint64
-	compactionsByKind                      [8]atomic.Uint64
+	compactionsByKind                      [compaction.NumKinds]atomic.Uint64
 	followRefreshes                        atomic.Uint64
 	mergesFolded, operandsCombined         atomic.Uint64
 	mergeReads, mergeCacheHits             atomic.Uint64
@@ -119,7 +119,7 @@ type Metrics struct {
 	Flushes, FlushBytes uint64
 	// Compactions counts compactions that rewrote data, and
 	// CompactionsByKind splits them by reason ("l0", "level", "expired",
-	// "periodic", "manual", "shadowed").
+	// "periodic", "manual", "shadowed", "l0merge").
 	Compactions       uint64
 	CompactionsByKind map[string]uint64
 	// TrivialMoves counts tables moved down a level without a rewrite.

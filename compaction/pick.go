@@ -36,7 +36,7 @@ func PickAuto(v *Levels, o *PickerOptions, env *Env) *Pick {
 	for _, l := range levels {
 		var p *Pick
 		if l == 0 {
-			p = pickL0(v, o, env)
+			p = pickL0(v, o, env, true)
 		} else {
 			p = pickLevel(v, l, env)
 		}
@@ -56,14 +56,21 @@ func PickAuto(v *Levels, o *PickerOptions, env *Env) *Pick {
 
 // pickL0 moves the level-0 tables that can go down without a rewrite
 // (pickL0Move) or, when there are none, compacts every level-0 table into
-// the base level.
-func pickL0(v *Levels, o *PickerOptions, env *Env) *Pick {
+// the base level; with merge, a merge within level 0 (pickL0Merge) comes
+// before the latter. The expired-bytes and superseded-rows picks pass
+// merge false: they compact level 0 to drop or fold rows against the
+// base level.
+func pickL0(v *Levels, o *PickerOptions, env *Env, merge bool) *Pick {
 	if len(v[0]) == 0 {
 		return nil
 	}
-	for _, t := range v[0] {
-		// Newer L0 tables must not pass older ones still being compacted.
+	for i, t := range v[0] {
+		// Newer L0 tables must not pass older ones still being compacted;
+		// they may merge among themselves meanwhile.
 		if t.Compacting {
+			if merge {
+				return pickL0Merge(v, o, v[0][:i], env)
+			}
 			return nil
 		}
 	}
@@ -74,6 +81,11 @@ func pickL0(v *Levels, o *PickerOptions, env *Env) *Pick {
 	lo, hi := keyRange(v[0])
 	p := &Pick{Kind: KindL0, Inputs: []Input{{Level: 0, Tables: slices.Clone(v[0])}}, OutputLevel: base}
 	over := overlapping(v[base], lo, hi)
+	if merge && mergeFirst(v, o, over) {
+		if m := pickL0Merge(v, o, v[0], env); m != nil {
+			return m
+		}
+	}
 	if anyCompacting(over) {
 		return nil
 	}
@@ -81,6 +93,65 @@ func pickL0(v *Levels, o *PickerOptions, env *Env) *Pick {
 		p.Inputs = append(p.Inputs, Input{Level: base, Tables: over})
 	}
 	return finish(v, p, env)
+}
+
+// mergeFirst reports whether level 0 should merge among itself before it
+// goes to the base level, whose tables over it overlaps. A level-0
+// compaction into the base level reads and rewrites every base table its
+// key range overlaps; when those hold more than LevelSizeRatio times level
+// 0's bytes (random keys over a base level much larger than a few
+// flushes), each flushed byte would cost more than a level's fanout of
+// rewriting. So level 0 goes down once its bytes reach the base overlap
+// over LevelSizeRatio, or LBaseMaxBytes, and merges until then (RFC 0004,
+// "Level-0 merges").
+func mergeFirst(v *Levels, o *PickerOptions, over []*Table) bool {
+	if o.LevelSizeRatio <= 0 {
+		return false
+	}
+	var l0Bytes, overBytes int64
+	for _, t := range v[0] {
+		l0Bytes += int64(t.Meta.Size)
+	}
+	for _, t := range over {
+		overBytes += int64(t.Meta.Size)
+	}
+	return l0Bytes < o.LBaseMaxBytes && float64(overBytes) > o.LevelSizeRatio*float64(l0Bytes)
+}
+
+// pickL0Merge returns a compaction of the newest of level 0's tables
+// newest, a prefix of level 0 none of whose tables is being compacted, into
+// one level-0 table, or nil if fewer than two qualify. pickL0 asks for one
+// when mergeFirst says so, and while older level-0 tables are being
+// compacted into the base level (newest is then the tables above them),
+// so that flushes made meanwhile do not pile up towards the write stalls.
+//
+// The run merged is the newest table and each older one while it is at
+// most twice the run's bytes so far (at least two tables), so that a large
+// merged table is not rewritten for every few flushes; it stops before a
+// short-lived table, which waits for its whole-file drop. A contiguous run
+// from the newest keeps level 0 ordered: for every key, the run's versions
+// are newer than those of the older tables left below it, and the output,
+// whose largest sequence number is the run's, sorts before them. The
+// output is one table (the engine does not split it), so each merge takes
+// at least one file off level 0's count.
+func pickL0Merge(v *Levels, o *PickerOptions, newest []*Table, env *Env) *Pick {
+	var run []*Table
+	var runBytes int64
+	for _, t := range newest {
+		if shortLived(t.Meta, o) || len(run) >= 2 && int64(t.Meta.Size) > 2*runBytes {
+			break
+		}
+		run = append(run, t)
+		runBytes += int64(t.Meta.Size)
+	}
+	if len(run) < 2 {
+		return nil
+	}
+	p := finish(v, &Pick{Kind: KindL0Merge, Inputs: []Input{{Level: 0, Tables: run}}, OutputLevel: 0}, env)
+	if p != nil && p.Bottom && anyOverlap(v[0][len(run):], p.Lo, p.Hi) {
+		p.Bottom = false // older level-0 tables lie beneath the output
+	}
+	return p
 }
 
 // pickL0Move returns a trivial move into the base level of every level-0
@@ -271,7 +342,7 @@ func pickExpired(v *Levels, o *PickerOptions, env *Env) *Pick {
 	}
 	switch {
 	case bestLevel == 0:
-		p := pickL0(v, o, env)
+		p := pickL0(v, o, env, false)
 		if p != nil {
 			p.Kind = KindExpired
 		}

@@ -22,6 +22,33 @@ func withKeys(m *manifest.FileMeta, lo, hi string) *manifest.FileMeta {
 	return m
 }
 
+// sizedTable is a table of 10 rows and size bytes over user keys lo to hi,
+// created at now.
+func sizedTable(num uint64, lo, hi string, size uint64, now int64) *Table {
+	return &Table{Meta: withKeys(&manifest.FileMeta{Num: num, TableStats: format.TableStats{Size: size, NumRows: 10, CreationTime: now}}, lo, hi)}
+}
+
+// tableNums returns the file numbers of ts, in order.
+func tableNums(ts []*Table) (out []uint64) {
+	for _, t := range ts {
+		out = append(out, t.Meta.Num)
+	}
+	return out
+}
+
+// pickKind runs PickAuto over level 0 and the bottom level and fails
+// unless it picks a compaction of the kind given.
+func pickKind(t *testing.T, o *PickerOptions, now int64, l0, bottom []*Table, kind Kind) *Pick {
+	t.Helper()
+	var v Levels
+	v[0], v[Bottom] = l0, bottom
+	p := PickAuto(&v, o, &Env{Now: now})
+	if p == nil || p.Kind != kind {
+		t.Fatalf("picked %+v, want kind %v", p, kind)
+	}
+	return p
+}
+
 var testPickerOpts = PickerOptions{L0CompactionThreshold: 4, LBaseMaxBytes: 1 << 20, LevelSizeRatio: 10,
 	ExpiredBytesRatio: 0.25, PeriodicIntervalMillis: 3_600_000}
 
@@ -239,16 +266,8 @@ func TestNextDropTS(t *testing.T) {
 func TestPickL0Move(t *testing.T) {
 	const now = 10_000_000
 	o := testPickerOpts // threshold 4
-	tbl := func(num uint64, lo, hi string) *Table {
-		return &Table{Meta: withKeys(&manifest.FileMeta{Num: num, TableStats: format.TableStats{Size: 1000, NumRows: 10, CreationTime: now}}, lo, hi)}
-	}
-	nums := func(ts []*Table) []uint64 {
-		var out []uint64
-		for _, t := range ts {
-			out = append(out, t.Meta.Num)
-		}
-		return out
-	}
+	tbl := func(num uint64, lo, hi string) *Table { return sizedTable(num, lo, hi, 1000, now) }
+	nums := tableNums
 	cases := []struct {
 		name  string
 		l0    []*Table // newest first
@@ -274,12 +293,7 @@ func TestPickL0Move(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var v Levels
-			v[0], v[Bottom] = c.l0, c.base
-			p := PickAuto(&v, &o, &Env{Now: now})
-			if p == nil || p.Kind != c.kind {
-				t.Fatalf("picked %+v, want kind %v", p, c.kind)
-			}
+			p := pickKind(t, &o, now, c.l0, c.base, c.kind)
 			if p.Inputs[0].Level != 0 || p.OutputLevel != Bottom {
 				t.Fatalf("pick from level %d to %d, want 0 to the base level %d", p.Inputs[0].Level, p.OutputLevel, Bottom)
 			}
@@ -323,5 +337,90 @@ func TestPickL0Move(t *testing.T) {
 	env := &Env{Now: now, Running: []InProgress{{OutputLevel: Bottom, Lo: []byte("a"), Hi: []byte("z")}}}
 	if p := PickAuto(&v, &o, env); p != nil {
 		t.Fatalf("picked %+v while a compaction writes the same range of the base level", p)
+	}
+}
+
+// TestPickL0Merge: a level-0 compaction merges level 0's newest tables
+// into one level-0 table while the base level it overlaps holds more than
+// LevelSizeRatio times level 0's bytes and level 0 is under LBaseMaxBytes,
+// or while older level-0 tables are being compacted into the base level;
+// the run stops before a table more than twice its bytes so far and before
+// a short-lived table, and a run of fewer than two tables goes to the base
+// level instead. The output is bottom only when nothing older overlaps it.
+func TestPickL0Merge(t *testing.T) {
+	const now = 10_000_000
+	o := testPickerOpts // threshold 4, ratio 10, LBaseMaxBytes 1 MiB
+	tbl := func(num uint64, lo, hi string, size uint64) *Table { return sizedTable(num, lo, hi, size, now) }
+	short := func(num uint64, size uint64) *Table {
+		t := tbl(num, "a", "z", size)
+		t.Meta.NumTTLRows, t.Meta.MinExpireTS, t.Meta.MaxExpireTS = 10, now+1000, now+2000
+		return t
+	}
+	base := func(size uint64) []*Table { return []*Table{tbl(1, "a", "z", size)} }
+	compacting := func(t *Table) *Table { t.Compacting = true; return t }
+	nums := tableNums
+	cases := []struct {
+		name   string
+		l0     []*Table // newest first
+		base   []*Table
+		kind   Kind
+		run    []uint64 // KindL0Merge: the tables merged
+		bottom bool
+	}{
+		{name: "small level 0 over a large base level merges",
+			l0:   []*Table{tbl(5, "a", "z", 1000), tbl(4, "a", "z", 1000), tbl(3, "a", "z", 1000), tbl(2, "a", "z", 1000)},
+			base: base(50_000), kind: KindL0Merge, run: []uint64{5, 4, 3, 2}},
+		{name: "base level at most ten times level 0: into the base",
+			l0:   []*Table{tbl(5, "a", "z", 1000), tbl(4, "a", "z", 1000), tbl(3, "a", "z", 1000), tbl(2, "a", "z", 1000)},
+			base: base(40_000), kind: KindL0},
+		{name: "level 0 at LBaseMaxBytes: into the base",
+			l0:   []*Table{tbl(5, "a", "z", 300_000), tbl(4, "a", "z", 300_000), tbl(3, "a", "z", 300_000), tbl(2, "a", "z", 300_000)},
+			base: base(100 << 20), kind: KindL0},
+		{name: "a large older table is left out of the run",
+			l0:   []*Table{tbl(6, "a", "z", 1000), tbl(5, "a", "z", 1000), tbl(4, "a", "z", 1000), tbl(3, "a", "z", 6001), tbl(2, "a", "z", 1000)},
+			base: base(1 << 20), kind: KindL0Merge, run: []uint64{6, 5, 4}},
+		{name: "an older table up to twice the run joins it",
+			l0:   []*Table{tbl(5, "a", "z", 1000), tbl(4, "a", "z", 1000), tbl(3, "a", "z", 1000), tbl(2, "a", "z", 6000)},
+			base: base(1 << 20), kind: KindL0Merge, run: []uint64{5, 4, 3, 2}},
+		{name: "the run stops before a short-lived table",
+			l0:   []*Table{tbl(7, "a", "z", 1000), tbl(6, "a", "z", 1000), short(5, 1000), tbl(4, "a", "z", 1000), tbl(3, "a", "z", 1000)},
+			base: base(1 << 20), kind: KindL0Merge, run: []uint64{7, 6}},
+		{name: "a run of one: into the base",
+			l0:   []*Table{tbl(7, "a", "z", 1000), short(6, 1000), tbl(5, "a", "z", 1000), tbl(4, "a", "z", 1000), tbl(3, "a", "z", 1000), tbl(2, "a", "z", 1000)},
+			base: base(1 << 20), kind: KindL0},
+		{name: "nothing older beneath the run: bottom",
+			l0:   []*Table{tbl(6, "a", "b", 1000), tbl(5, "a", "b", 1000), tbl(4, "a", "b", 1000), tbl(3, "m", "z", 6001), tbl(2, "m", "z", 1000)},
+			base: []*Table{tbl(1, "n", "z", 1<<20)}, kind: KindL0Merge, run: []uint64{6, 5, 4}, bottom: true},
+		{name: "older tables being compacted into the base: the newer ones merge",
+			l0:   []*Table{tbl(6, "a", "z", 1000), tbl(5, "a", "z", 1000), tbl(4, "a", "z", 1000), tbl(3, "a", "z", 1000), compacting(tbl(2, "a", "z", 1000))},
+			base: []*Table{compacting(tbl(1, "a", "z", 1000))}, kind: KindL0Merge, run: []uint64{6, 5, 4, 3}},
+		{name: "an older level-0 table beneath the run: not bottom",
+			l0:   []*Table{tbl(6, "a", "b", 1000), tbl(5, "a", "b", 1000), tbl(4, "a", "b", 1000), tbl(3, "a", "z", 6001)},
+			base: []*Table{tbl(1, "n", "z", 1<<20)}, kind: KindL0Merge, run: []uint64{6, 5, 4}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := pickKind(t, &o, now, c.l0, c.base, c.kind)
+			if c.kind != KindL0Merge {
+				return
+			}
+			if p.OutputLevel != 0 || len(p.Inputs) != 1 || !slices.Equal(nums(p.Inputs[0].Tables), c.run) {
+				t.Fatalf("merge of %v into level %d, want %v into level 0", nums(p.Tables()), p.OutputLevel, c.run)
+			}
+			if p.Bottom != c.bottom {
+				t.Fatalf("bottom = %v, want %v", p.Bottom, c.bottom)
+			}
+		})
+	}
+
+	// The expired-bytes pick compacts level 0 into the base level, where
+	// its expired rows can go, never into a merge within level 0.
+	expired := tbl(3, "a", "z", 1000)
+	expired.Meta.NumTTLRows, expired.Meta.TTLBytes = 10, 1000
+	expired.Meta.MinExpireTS, expired.Meta.MaxExpireTS = now-5_000_000, now+5_000_000 // half expired, not short-lived
+	var v Levels
+	v[0], v[Bottom] = []*Table{tbl(4, "a", "z", 1000), expired}, base(1<<20)
+	if p := PickAuto(&v, &o, &Env{Now: now}); p == nil || p.Kind != KindExpired || p.OutputLevel != Bottom || len(p.Inputs) != 2 {
+		t.Fatalf("expired level-0 rows: picked %+v, want an expired-bytes compaction of level 0 into the base level", p)
 	}
 }

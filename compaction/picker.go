@@ -68,9 +68,13 @@ const (
 	KindPeriodic             // due by PeriodicCompactionInterval
 	KindManual               // Compact or ReclaimExpired
 	KindShadowed             // level 0 holds rows superseded by newer ones
+	KindL0Merge              // level 0's newest tables into one level-0 table
 )
 
-var kindNames = [...]string{"l0", "level", "drop", "move", "expired", "periodic", "manual", "shadowed"}
+// NumKinds is the number of kinds.
+const NumKinds = int(KindL0Merge) + 1
+
+var kindNames = [NumKinds]string{"l0", "level", "drop", "move", "expired", "periodic", "manual", "shadowed", "l0merge"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {

@@ -50,7 +50,7 @@ func pickShadowed(v *Levels, o *PickerOptions, env *Env) *Pick {
 	if float64(superseded) < o.ShadowedRatio*float64(older) {
 		return nil
 	}
-	p := pickL0(v, o, env)
+	p := pickL0(v, o, env, false)
 	if p != nil && p.Kind == KindL0 {
 		p.Kind = KindShadowed
 	}
