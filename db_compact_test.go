@@ -1114,12 +1114,14 @@ func TestL0MergeMatchesReference(t *testing.T) {
 }
 
 // TestL0MergeWhileL0GoesDown: while level 0 is being compacted into the
-// base level (held in its CompactionBegin), four newer flushes merge among
-// themselves, and once both finish every read is the reference's.
+// base level (held in its CompactionBegin), the newer flushes merge among
+// themselves once ShortLivedL0Limit of them (10) have gathered, and once
+// both compactions finish every read is the reference's.
 func TestL0MergeWhileL0GoesDown(t *testing.T) {
 	release, merged := make(chan struct{}), make(chan struct{}, 1)
 	var held atomic.Bool
 	r := newL0MergeRig(t, 2000, func(o *Options) {
+		o.L0CompactionThreshold, o.L0SlowdownWritesThreshold = 4, 16 // merges above a busy level 0 from 10 tables
 		o.EventListener = &EventListener{
 			CompactionBegin: func(info CompactionInfo) {
 				if info.Kind == "l0" && held.CompareAndSwap(false, true) {
@@ -1137,7 +1139,7 @@ func TestL0MergeWhileL0GoesDown(t *testing.T) {
 		}
 	})
 	r.load()
-	for gen := 1; gen <= 8; gen++ {
+	for gen := 1; gen <= 14; gen++ {
 		r.round(gen, 150) // the first four start the held compaction
 	}
 	select {
@@ -1162,7 +1164,7 @@ func TestL0MergeWhileL0GoesDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	if l0Compacting == 0 || l0-l0Compacting > 2 {
-		t.Fatalf("after the merge: %d level-0 tables, %d being compacted into the base level; want the newer four merged", l0, l0Compacting)
+		t.Fatalf("after the merge: %d level-0 tables, %d being compacted into the base level; want the newer ten merged", l0, l0Compacting)
 	}
 	r.same("now", r.db, r.ref)
 	r.sameTTLs()

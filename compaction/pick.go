@@ -68,7 +68,7 @@ func pickL0(v *Levels, o *PickerOptions, env *Env, merge bool) *Pick {
 		// Newer L0 tables must not pass older ones still being compacted;
 		// they may merge among themselves meanwhile.
 		if t.Compacting {
-			if merge {
+			if merge && i >= ShortLivedL0Limit(o) {
 				return pickL0Merge(v, o, v[0][:i], env)
 			}
 			return nil
@@ -121,9 +121,11 @@ func mergeFirst(v *Levels, o *PickerOptions, over []*Table) bool {
 // pickL0Merge returns a compaction of the newest of level 0's tables
 // newest, a prefix of level 0 none of whose tables is being compacted, into
 // one level-0 table, or nil if fewer than two qualify. pickL0 asks for one
-// when mergeFirst says so, and while older level-0 tables are being
-// compacted into the base level (newest is then the tables above them),
-// so that flushes made meanwhile do not pile up towards the write stalls.
+// when mergeFirst says so, and when ShortLivedL0Limit tables have gathered
+// above older level-0 tables being compacted into the base level (newest
+// is then those tables), so that flushes made meanwhile do not pile up
+// into the write slowdown; sooner, the merges would only add to the bytes
+// a load writes.
 //
 // The run merged is the newest table and each older one while it is at
 // most twice the run's bytes so far (at least two tables), so that a large

@@ -413,6 +413,21 @@ func TestPickL0Merge(t *testing.T) {
 		})
 	}
 
+	// Above tables being compacted, a merge waits for ShortLivedL0Limit
+	// tables (6 with a slowdown threshold of 8).
+	busy := o
+	busy.L0SlowdownWritesThreshold = 8
+	above := func(n int) (l0 []*Table) {
+		for i := range n {
+			l0 = append(l0, tbl(uint64(100-i), "a", "z", 1000))
+		}
+		return append(l0, compacting(tbl(2, "a", "z", 1000)))
+	}
+	if p := PickAuto(&Levels{0: above(5), Bottom: []*Table{compacting(tbl(1, "a", "z", 1000))}}, &busy, &Env{Now: now}); p != nil {
+		t.Fatalf("five tables above a busy level 0: picked %+v, want nothing", p)
+	}
+	pickKind(t, &busy, now, above(6), []*Table{compacting(tbl(1, "a", "z", 1000))}, KindL0Merge)
+
 	// The expired-bytes pick compacts level 0 into the base level, where
 	// its expired rows can go, never into a merge within level 0.
 	expired := tbl(3, "a", "z", 1000)
