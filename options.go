@@ -320,7 +320,10 @@ type Options struct {
 	// LBaseMaxBytes is the size target of the base level, the level L0
 	// compacts into. Default: 64 MiB.
 	LBaseMaxBytes int64
-	// LevelSizeRatio is the size ratio between adjacent levels. Default: 10.
+	// LevelSizeRatio is the size ratio between adjacent levels. Level 0
+	// also merges its newest tables among themselves, instead of going
+	// down, while the base-level tables it overlaps hold more than this
+	// many times its bytes (RFC 0004, "Level-0 merges"). Default: 10.
 	LevelSizeRatio float64
 	// ExpiredBytesRatio is the share of a table's bytes that must have
 	// expired for the table to be rewritten for that reason alone.
