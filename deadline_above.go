@@ -96,12 +96,12 @@ func flushDeadlineSources(rs *readState, m *memtable.Memtable) *deadlineSources 
 // inputs in rs: every memtable and every table that is not an input, of
 // level 0 (newer than its level-0 inputs) and of each level above the last
 // input level, each if it overlaps the inputs' key range [j.Lo, j.Hi] and
-// its deadline rows are early enough to reach an input row. A table of an input level that is
-// not an input counts as well: the input tables of a deeper level may
-// reach past the key range of that level's inputs, under such a table,
-// which is newer than they are. (It holds no key of its own level's
-// inputs, whose key ranges it does not overlap, so it asks nothing more
-// of them.)
+// its deadline rows are early enough to reach an input row. A table of an
+// input level that is not an input counts as well: the input tables of a
+// deeper level may reach past the key range of that level's inputs, under
+// such a table, which is newer than they are. (It holds no key of its own
+// level's inputs, whose key ranges it does not overlap, so it asks nothing
+// more of them.)
 func compactionDeadlineSources(rs *readState, j *compactionJob) *deadlineSources {
 	s := &deadlineSources{reach: math.MinInt64}
 	last := 0

@@ -8,6 +8,10 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/clock"
+	"github.com/mayflydb/mayfly/compaction"
+	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/manifest"
+	"github.com/mayflydb/mayfly/memtable"
 )
 
 // writeDeadline commits a deadline row for key, unconditionally (the
@@ -170,5 +174,38 @@ func TestDeadlineRowInSiblingTableKeepsValue(t *testing.T) {
 	mustGet(t, db, "b", "")
 	if _, expires, err := db.TTL([]byte("m")); err != nil || expires {
 		t.Fatalf("TTL(m) = _, %v, %v; want no expiry", expires, err)
+	}
+}
+
+// TestL0MergeDeadlineSourcesAreNewer: the deadline sources above a merge
+// of level-0 tables (compaction.KindL0Merge) are the level-0 tables newer
+// than its inputs, not the older ones left beneath its output, while a
+// compaction of all of level 0 still sees every other level-0 table.
+func TestL0MergeDeadlineSourcesAreNewer(t *testing.T) {
+	tbl := func(num, seq uint64, features uint8) *tableFile {
+		return &tableFile{Meta: &manifest.FileMeta{Num: num, TableStats: format.TableStats{
+			Smallest:    format.AppendInternalKey(nil, &format.Row{Key: []byte("a"), Seq: seq}),
+			Largest:     format.AppendInternalKey(nil, &format.Row{Key: []byte("z"), Seq: seq}),
+			SmallestSeq: seq, LargestSeq: seq, NumRows: 1, RowFeatures: features,
+		}}}
+	}
+	newer, older := tbl(4, 40, format.FlagDeadline), tbl(1, 10, format.FlagDeadline)
+	in1, in2 := tbl(3, 30, format.FlagMerge), tbl(2, 20, format.FlagMerge)
+	var levels [manifest.NumLevels][]*tableFile
+	levels[0] = []*tableFile{newer, in1, in2, older}
+	rs := &readState{mem: memtable.New(1), v: &version{levels: levels}}
+	merge := &compactionJob{
+		Pick:   &compaction.Pick{Kind: compaction.KindL0Merge, Inputs: []compaction.Input{{Level: 0}}, Lo: []byte("a"), Hi: []byte("z")},
+		inputs: [][]*tableFile{{in1, in2}},
+	}
+	if got := compactionDeadlineSources(rs, merge).tables; len(got) != 1 || got[0] != newer {
+		t.Fatalf("sources above the merge: %d tables, want only the newer one", len(got))
+	}
+	down := &compactionJob{
+		Pick:   &compaction.Pick{Kind: compaction.KindL0, Inputs: []compaction.Input{{Level: 0}}, OutputLevel: 6, Lo: []byte("a"), Hi: []byte("z")},
+		inputs: [][]*tableFile{{in1, in2, older}},
+	}
+	if got := compactionDeadlineSources(rs, down).tables; len(got) != 1 || got[0] != newer {
+		t.Fatalf("sources above level 0 going down: %d tables, want the newer one", len(got))
 	}
 }

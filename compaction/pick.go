@@ -118,9 +118,9 @@ func mergeFirst(v *Levels, o *PickerOptions, over []*Table) bool {
 	return l0Bytes < o.LBaseMaxBytes && float64(overBytes) > o.LevelSizeRatio*float64(l0Bytes)
 }
 
-// pickL0Merge returns a compaction of the newest of level 0's tables
-// newest, a prefix of level 0 none of whose tables is being compacted, into
-// one level-0 table, or nil if fewer than two qualify. pickL0 asks for one
+// pickL0Merge returns a compaction into one level-0 table of a run of the
+// tables in newest (a prefix of level 0, none of it being compacted), or
+// nil if fewer than two qualify. pickL0 asks for one
 // when mergeFirst says so, and when ShortLivedL0Limit tables have gathered
 // above older level-0 tables being compacted into the base level (newest
 // is then those tables), so that flushes made meanwhile do not pile up
