@@ -108,14 +108,8 @@ func mergeFirst(v *Levels, o *PickerOptions, over []*Table) bool {
 	if o.LevelSizeRatio <= 0 {
 		return false
 	}
-	var l0Bytes, overBytes int64
-	for _, t := range v[0] {
-		l0Bytes += int64(t.Meta.Size)
-	}
-	for _, t := range over {
-		overBytes += int64(t.Meta.Size)
-	}
-	return l0Bytes < o.LBaseMaxBytes && float64(overBytes) > o.LevelSizeRatio*float64(l0Bytes)
+	l0Bytes := tableBytes(v[0])
+	return l0Bytes < o.LBaseMaxBytes && float64(tableBytes(over)) > o.LevelSizeRatio*float64(l0Bytes)
 }
 
 // pickL0Merge returns a compaction into one level-0 table of a run of the
@@ -574,6 +568,15 @@ func anyCompacting(tables []*Table) bool {
 		}
 	}
 	return false
+}
+
+// tableBytes returns the bytes of tables.
+func tableBytes(tables []*Table) int64 {
+	var n int64
+	for _, t := range tables {
+		n += int64(t.Meta.Size)
+	}
+	return n
 }
 
 func keyRange(tables []*Table) (lo, hi []byte) {

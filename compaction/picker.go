@@ -140,11 +140,7 @@ type Env struct {
 // Targets returns the size target of each level and the base level (where
 // L0 compacts to). Levels above the base have target 0.
 func Targets(v *Levels, o *PickerOptions) (targets [NumLevels]int64, base int) {
-	var bottomBytes int64
-	for _, t := range v[Bottom] {
-		bottomBytes += int64(t.Meta.Size)
-	}
-	cur := max(bottomBytes, o.LBaseMaxBytes)
+	cur := max(tableBytes(v[Bottom]), o.LBaseMaxBytes)
 	base = Bottom
 	targets[Bottom] = cur
 	for base > 1 && float64(cur)/o.LevelSizeRatio >= float64(o.LBaseMaxBytes) {

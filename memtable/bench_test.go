@@ -25,24 +25,26 @@ func benchKey(dst []byte, i uint64) []byte {
 }
 
 // BenchmarkApplyBatch inserts 100-row batches of random keys with 100-byte
-// values; each op is one row. The memtable is replaced every 256k rows (about
-// one 64 MiB memtable) so the index depth stays realistic, and has the
-// engine's whole-key filter and newest-version hint.
+// values; each op is one row. The memtable is replaced once it holds
+// applyBatchRows rows, so that the index depth is a full memtable's, not one
+// growing with b.N, and it has the engine's whole-key filter and
+// newest-version hint, sized for applyBatchBytes.
 func BenchmarkApplyBatch(b *testing.B) {
 	const perBatch = 100
+	const applyBatchRows, applyBatchBytes = 256 << 10, 64 << 20
 	rng := rand.New(rand.NewSource(1))
 	val := make([]byte, 100)
 	var key [16]byte
 	data := make([]byte, 0, perBatch*140)
-	m := NewFiltered(1, nil, 64<<20)
+	m := NewFiltered(1, nil, applyBatchBytes)
 	defer func() { m.Unref() }() // m is replaced as it fills
 	b.ReportAllocs()
 	b.SetBytes(16 + 100)
 	cpu0 := processCPU()
 	for i := 0; i < b.N; i += perBatch {
-		if m.Len() >= 256<<10 {
+		if m.Len() >= applyBatchRows {
 			m.Unref()
-			m = NewFiltered(1, nil, 64<<20)
+			m = NewFiltered(1, nil, applyBatchBytes)
 		}
 		data = data[:format.BatchHeaderLen]
 		for j := 0; j < perBatch; j++ {

@@ -16,7 +16,8 @@ import (
 // hash, and the highest sequence number ever offered to the slot. An
 // insert of a row with sequence s, before its node is linked, raises the
 // slot's sequence to s with a compare-and-swap and then stores its
-// reference; if the slot already holds s or more it stores nothing. Sequence numbers are unique per row and a slot's only grows, so:
+// reference; if the slot already holds s or more it stores nothing.
+// Sequence numbers are unique per row and a slot's only grows, so:
 //
 //   - a lookup that loads a reference, then finds that node's sequence
 //     equal to the slot's, has the newest row of the node's key: a newer
