@@ -148,6 +148,11 @@ func (db *DB) lookup(key []byte, seq uint64, now int64, dst []byte, withValue bo
 // a tombstone found first is returned as it is. Merge operands among them
 // are folded by findMerged (merge_read.go).
 func (db *DB) findResolved(rs *readState, key []byte, seq uint64) (format.Row, sstable.BlockRef, bool, error) {
+	if s := db.mergeCache.answer(rs.mem, key, seq); s != nil {
+		db.metrics.mergeReads.Add(1)
+		db.metrics.mergeCacheHits.Add(1)
+		return s.row(), sstable.BlockRef{}, s.live, nil
+	}
 	r, ref, found, err := db.find(rs, key, seq)
 	if err != nil || !found || r.Flags&(format.FlagDeadline|format.FlagMerge) == 0 {
 		return r, ref, found, err

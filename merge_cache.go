@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/memtable"
 )
 
 // The resolved-counter cache: a read that folds a long chain of merge
@@ -28,6 +30,21 @@ import (
 // same for every operand that can still be above it (each committed after
 // its deadline). Deadlines are judged by the reader, as always.
 
+// Answering without a search. A state remembered with the memtable position
+// of the version it is the state at (memtable.Position, "Positions"), in the
+// active memtable, answers a read at or above that version's sequence number
+// with one load, before the read searches the memtable: while the position
+// is current no newer version of the key exists anywhere (every write since
+// the version went to the active memtable, and a version a read can see is
+// linked there), so the state is what the versions would resolve to. A state gets its position from the second read that finds it current
+// (findMerged), so a counter that changes between reads pays no extra
+// search. A read first tests the key's bit in mayHold, a bitmap of the
+// hashes of keys remembered with a position, so that reads of other keys
+// pay a hash and one load, and nothing while no state has a position.
+
+// mayHoldBits is the size of the bitmap of positioned keys (16 KiB).
+const mayHoldBits = 1 << 17
+
 // mergeCacheMin is the shortest chain worth remembering.
 const mergeCacheMin = 2
 
@@ -47,8 +64,10 @@ type mergeState struct {
 	live        bool
 	hasDeadline bool
 	deadline    int64
-	value       []byte // inline[:n] when it fits there, else its own copy
-	key         []byte // keyBuf[:n] when it fits there, else its own copy
+	value       []byte            // inline[:n] when it fits there, else its own copy
+	memLog      uint64            // LogNum of the memtable pos is in
+	pos         memtable.Position // of version seq, when remembered with one
+	key         []byte            // keyBuf[:n] when it fits there, else its own copy
 	inline      [8]byte
 	keyBuf      [24]byte
 }
@@ -92,8 +111,10 @@ func (s *mergeState) row() format.Row {
 // looked up. A lookup thus reads the map and the state only; a newer state
 // of a key replaces the map's value, allocating the state alone.
 type mergeCache struct {
-	seed   maphash.Seed
-	shards [mergeCacheShards]struct {
+	seed       maphash.Seed
+	positioned atomic.Bool // some state was remembered with a position
+	mayHold    [mayHoldBits / 64]atomic.Uint64
+	shards     [mergeCacheShards]struct {
 		mu sync.Mutex
 		m  map[uint64]*mergeState
 		_  [48]byte // one cache line each: shards locked apart do not share one
@@ -107,7 +128,42 @@ func (c *mergeCache) get(key []byte) *mergeState {
 	if c == nil {
 		return nil
 	}
+	return c.getHash(maphash.Bytes(c.seed, key), key)
+}
+
+// answer returns the state remembered for key if it answers a read at seq
+// whose active memtable is m without a search (see "Answering without a
+// search"); nil otherwise.
+func (c *mergeCache) answer(m *memtable.Memtable, key []byte, seq uint64) *mergeState {
+	if c == nil || !c.positioned.Load() {
+		return nil
+	}
 	h := maphash.Bytes(c.seed, key)
+	if c.mayHold[h/64%(mayHoldBits/64)].Load()&(1<<(h%64)) == 0 {
+		return nil
+	}
+	s := c.getHash(h, key)
+	if s == nil || s.pos.IsZero() || s.memLog != m.LogNum() || s.seq > seq || !m.StillNewest(s.pos) {
+		return nil
+	}
+	return s
+}
+
+// position remembers s again, found current by a read whose active
+// memtable is m, with the position of its version in m if m holds that
+// version as its key's newest, and in any case with m's LogNum, so that
+// reads in m do not look again (findMerged).
+func (c *mergeCache) position(m *memtable.Memtable, key []byte, s *mergeState) {
+	ns := newMergeState(s.seq, s.live, s.hasDeadline, s.deadline, s.value)
+	ns.memLog = m.LogNum()
+	if p, seq, ok := m.Newest(key); ok && seq == s.seq {
+		ns.pos = p
+	}
+	c.remember(key, ns)
+}
+
+// getHash is get of key, whose hash is h.
+func (c *mergeCache) getHash(h uint64, key []byte) *mergeState {
 	sh := &c.shards[h%mergeCacheShards]
 	sh.mu.Lock()
 	s := sh.m[h]
@@ -138,8 +194,13 @@ func (c *mergeCache) remember(key []byte, s *mergeState) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	old, had := sh.m[h]
-	if had && old.seq >= s.seq && bytes.Equal(old.key, key) {
-		return
+	if had && bytes.Equal(old.key, key) && (old.seq > s.seq || old.seq == s.seq &&
+		(old.memLog > s.memLog || old.memLog == s.memLog && s.pos.IsZero())) {
+		return // as new, and as informed
+	}
+	if !s.pos.IsZero() {
+		c.mayHold[h/64%(mayHoldBits/64)].Or(1 << (h % 64))
+		c.positioned.Store(true)
 	}
 	if sh.m == nil {
 		sh.m = make(map[uint64]*mergeState)

@@ -91,6 +91,11 @@ func (db *DB) findMerged(rs *readState, key []byte, seq, newest uint64) (format.
 	if cached != nil && newest == cached.seq {
 		// Nothing newer than the remembered state: it is the answer.
 		db.metrics.mergeCacheHits.Add(1)
+		if cached.memLog != rs.mem.LogNum() || !cached.pos.IsZero() {
+			// Not looked for in this memtable yet, or its position went
+			// stale (another key's row linked next to it): look.
+			db.mergeCache.position(rs.mem, key, cached)
+		}
 		return cached.row(), sstable.BlockRef{}, cached.live, nil
 	}
 	c := chainPool.Get().(*mergeChain)

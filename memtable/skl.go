@@ -254,6 +254,13 @@ func (v *view) spliceLevel(s *searchKey, l int, start uint64) (prev, next uint64
 
 // seekGE returns the first node not less than s, or 0.
 func (v *view) seekGE(s *searchKey) uint64 {
+	_, nx := v.seekGEPred(s)
+	return nx
+}
+
+// seekGEPred returns the first node not less than s, or 0, and the node
+// before it at level 0 (the last node less than s, or the head).
+func (v *view) seekGEPred(s *searchKey) (pred, next uint64) {
 	x := uint64(headRef)
 	var nx, bound uint64 // bound: a node known not to be less than s
 	for l := int(v.m.height.Load()) - 1; l >= 0; l-- {
@@ -266,7 +273,7 @@ func (v *view) seekGE(s *searchKey) uint64 {
 		}
 		bound = nx
 	}
-	return nx
+	return x, nx
 }
 
 // preds sets preds[l], for every level below the returned height, to the
