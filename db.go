@@ -81,6 +81,7 @@ type DB struct {
 	spareQueue []*commitWaiter
 	logWriter  *wal.Writer
 	logNum     uint64
+	walRot     walRotation // the spare segment and running seal syncs (db_wal.go)
 	walBuf     []byte
 	condOv     condOverlay // the leader's condition state (cond_eval.go)
 	lastSeq    uint64
@@ -294,6 +295,7 @@ func (db *DB) Close() error {
 		errs = append(errs, serr, cerr)
 		db.logWriter = nil
 	}
+	errs = append(errs, db.closeWALRotation())
 	db.commitMu.Unlock()
 
 	db.manifestMu.Lock()

@@ -54,6 +54,7 @@ type Writer struct {
 	synced   int64      // bytes [0, synced) are durable: the largest target of a completed Sync
 	marked   int64      // the value of the last sync mark appended (HeaderSize before the first)
 	sealed   bool       // Seal appended the seal: no more appends
+	after    *SealSync  // an older segment's seal sync, which every Sync waits for first
 	err      error      // sticky: after a failed write the segment's tail is unknown
 	closing  bool
 	done     chan struct{}
@@ -267,6 +268,59 @@ func (w *Writer) Seal() error {
 	return w.writeSync(appendTyped(nil, RecordTypeSeal, nil), true)
 }
 
+// SealSync is the background sync of a segment sealed by SealAsync.
+type SealSync struct {
+	done chan struct{}
+	err  error
+}
+
+// Wait waits for the sync and returns its error: nil once the segment,
+// its seal and (through After) every older segment are durable.
+func (s *SealSync) Wait() error {
+	<-s.done
+	return s.err
+}
+
+// SealAsync appends the seal record, which marks the segment finished,
+// hands it and every record before it to the operating system before it
+// returns (a crash of the process keeps them), and makes them durable in a
+// goroutine it starts: the returned SealSync reports when that ends. Later
+// appends fail with ErrSealed, as after Seal. The next segment's writer
+// must be given the SealSync (After) before anything is synced there. A
+// failed write returns its error and starts no sync.
+func (w *Writer) SealAsync() (*SealSync, error) {
+	w.mu.Lock()
+	if !w.sealed {
+		if err := w.appendLocked(appendTyped(nil, RecordTypeSeal, nil)); err != nil {
+			w.mu.Unlock()
+			return nil, err
+		}
+		w.sealed = true
+	}
+	target := w.writeLocked()
+	err := w.err
+	w.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	s := &SealSync{done: make(chan struct{})}
+	go func() {
+		s.err = w.syncThrough(target)
+		close(s.done)
+	}()
+	return s, nil
+}
+
+// After makes every later Sync (WriteSync, Seal, SealAsync's sync) of w
+// wait for s, an older segment's seal sync, before it syncs w, and fail
+// if s failed: a sync mark in w then implies that every older segment is
+// durable and sealed. Call it before the first append; s may be nil.
+func (w *Writer) After(s *SealSync) {
+	w.mu.Lock()
+	w.after = s
+	w.mu.Unlock()
+}
+
 // Sealed reports whether Seal has sealed the segment.
 func (w *Writer) Sealed() bool {
 	w.mu.Lock()
@@ -285,6 +339,15 @@ func (w *Writer) writeSync(records []byte, seal bool) error {
 		}
 	}
 	w.sealed = w.sealed || seal
+	target := w.writeLocked()
+	w.mu.Unlock()
+	return w.syncThrough(target)
+}
+
+// writeLocked hands every appended byte to the log from the calling
+// goroutine (or waits for the flusher's write in progress) and returns the
+// offset appended through. The caller holds mu; w.err reports a failure.
+func (w *Writer) writeLocked() int64 {
 	target := w.appended
 	for w.err == nil && w.written < target {
 		if w.writing {
@@ -293,10 +356,29 @@ func (w *Writer) writeSync(records []byte, seal bool) error {
 		}
 		w.writePending()
 	}
-	err := w.err
+	return target
+}
+
+// syncThrough makes the bytes before target, which have been handed to the
+// log, durable: it waits for an older segment's seal sync (After) first,
+// then syncs the log. The caller does not hold mu.
+func (w *Writer) syncThrough(target int64) error {
+	w.mu.Lock()
+	err, after := w.err, w.after
 	w.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if after != nil {
+		if err := after.Wait(); err != nil {
+			w.mu.Lock()
+			if w.err == nil {
+				w.err = fmt.Errorf("wal: an older segment's seal sync failed: %w", err)
+			}
+			err = w.err
+			w.mu.Unlock()
+			return err
+		}
 	}
 	if err := w.lw.Sync(); err != nil {
 		// After a failed fsync the kernel may have dropped the dirty pages;
