@@ -92,11 +92,12 @@
 // # Seals
 //
 // A rotation seals the old segment (Writer.SealAsync): it appends a seal
-// record and hands it, with every record before it, to the operating
-// system before the next segment takes any record, and it syncs the old
-// segment in the background. The next segment's writer is told of that
-// sync (Writer.After): every Sync of it first waits for the seal sync (which
-// itself waited for the segment before it) and fails if that failed. Hence:
+// record and returns; a goroutine hands the seal, with every record before
+// it, to the operating system and then syncs the old segment. The next
+// segment's writer is ordered behind that seal (Writer.After): it hands no
+// record to the operating system before the seal is, and every Sync of it
+// first waits for the seal's sync (which itself waited for the segment
+// before it) and fails if that failed. Hence:
 //
 //   - a completed Sync of a segment, and so a sync mark in it, implies that
 //     every older segment is durable through its seal;

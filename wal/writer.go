@@ -155,8 +155,18 @@ func (w *Writer) writePending() {
 	buf := w.pending
 	w.pending = nil // the next append takes the other buffer
 	w.writing = true
+	after := w.after
 	w.mu.Unlock()
-	n, err := w.lw.Write(buf)
+	n, err := 0, error(nil)
+	if after != nil {
+		<-after.written // the older segment's seal goes first (After)
+		if after.werr != nil {
+			err = fmt.Errorf("an older segment's seal was not written: %w", after.werr)
+		}
+	}
+	if err == nil {
+		n, err = w.lw.Write(buf)
+	}
 	if err == nil && n != len(buf) {
 		err = io.ErrShortWrite
 	}
@@ -268,10 +278,13 @@ func (w *Writer) Seal() error {
 	return w.writeSync(appendTyped(nil, RecordTypeSeal, nil), true)
 }
 
-// SealSync is the background sync of a segment sealed by SealAsync.
+// SealSync is the background write and sync of a segment sealed by
+// SealAsync.
 type SealSync struct {
-	done chan struct{}
-	err  error
+	written chan struct{} // closed once the seal is handed to the log, or that failed
+	werr    error         // the write's error, set before written is closed
+	done    chan struct{} // closed once the sync ended
+	err     error         // the write's or the sync's error, set before done is closed
 }
 
 // Wait waits for the sync and returns its error: nil once the segment,
@@ -281,13 +294,12 @@ func (s *SealSync) Wait() error {
 	return s.err
 }
 
-// SealAsync appends the seal record, which marks the segment finished,
-// hands it and every record before it to the operating system before it
-// returns (a crash of the process keeps them), and makes them durable in a
-// goroutine it starts: the returned SealSync reports when that ends. Later
-// appends fail with ErrSealed, as after Seal. The next segment's writer
-// must be given the SealSync (After) before anything is synced there. A
-// failed write returns its error and starts no sync.
+// SealAsync appends the seal record, which marks the segment finished, and
+// returns without waiting for the log: a goroutine it starts hands the seal
+// and every record before it to the operating system and then makes them
+// durable; the returned SealSync reports when that ends. Later appends fail
+// with ErrSealed, as after Seal. The next segment's writer must be given
+// the SealSync (After) before anything is appended to it.
 func (w *Writer) SealAsync() (*SealSync, error) {
 	w.mu.Lock()
 	if !w.sealed {
@@ -297,24 +309,30 @@ func (w *Writer) SealAsync() (*SealSync, error) {
 		}
 		w.sealed = true
 	}
-	target := w.writeLocked()
-	err := w.err
 	w.mu.Unlock()
-	if err != nil {
-		return nil, err
-	}
-	s := &SealSync{done: make(chan struct{})}
+	s := &SealSync{written: make(chan struct{}), done: make(chan struct{})}
 	go func() {
-		s.err = w.syncThrough(target)
+		w.mu.Lock()
+		target := w.writeLocked()
+		s.werr = w.err
+		w.mu.Unlock()
+		close(s.written)
+		s.err = s.werr
+		if s.err == nil {
+			s.err = w.syncThrough(target)
+		}
 		close(s.done)
 	}()
 	return s, nil
 }
 
-// After makes every later Sync (WriteSync, Seal, SealAsync's sync) of w
-// wait for s, an older segment's seal sync, before it syncs w, and fail
-// if s failed: a sync mark in w then implies that every older segment is
-// durable and sealed. Call it before the first append; s may be nil.
+// After orders w behind s, an older segment's seal: no record of w is
+// handed to the log before the seal is (so a crash of the process never
+// leaves a record of w after an unsealed older segment), and every Sync
+// (WriteSync, Seal, SealAsync's sync) of w waits for s's sync before it
+// syncs w, so that a sync mark in w implies that every older segment is
+// durable and sealed. If s failed, so does w. Call it before the first
+// append; s may be nil.
 func (w *Writer) After(s *SealSync) {
 	w.mu.Lock()
 	w.after = s

@@ -909,15 +909,15 @@ func TestSealAsync(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			data, _ := ga.state()
-			want := appendTyped(append(AppendHeader(nil, 1), rec...), RecordTypeSeal, nil)
-			if !bytes.Equal(data, want) {
-				t.Fatalf("log holds %x when SealAsync returns, want header, record and seal %x", data, want)
-			}
 			if err := a.Write(rec); !errors.Is(err, ErrSealed) {
 				t.Fatalf("Write after SealAsync = %v, want ErrSealed", err)
 			}
 			<-ga.entered // the background sync of a has begun
+			data, _ := ga.state()
+			want := appendTyped(append(AppendHeader(nil, 1), rec...), RecordTypeSeal, nil)
+			if !bytes.Equal(data, want) {
+				t.Fatalf("log holds %x when its seal's sync begins, want header, record and seal %x", data, want)
+			}
 
 			b, err := NewWriter(gb, 2)
 			if err != nil {
@@ -951,5 +951,53 @@ func TestSealAsync(t *testing.T) {
 			a.Close()
 			b.Close()
 		})
+	}
+}
+
+// TestSealAsyncOrdersWrites: SealAsync returns while the segment's log is
+// stuck in a write, and the newer segment hands nothing but its header to
+// its log until the older seal has been written.
+func TestSealAsyncOrdersWrites(t *testing.T) {
+	g := &gateLog{entered: make(chan struct{}, 8), gate: make(chan struct{})}
+	a, err := NewWriter(g, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := AppendRecord(nil, []byte("row"))
+	if err := a.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered // a's flusher is stuck writing the record
+	seal, err := a.SealAsync()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := &failLog{}
+	b, err := NewWriter(fl, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.After(seal)
+	if err := b.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	flushed := make(chan error, 1)
+	go func() { flushed <- b.Flush() }()
+	select {
+	case err := <-flushed:
+		t.Fatalf("the newer segment's records reached its log (%v) before the older seal was written", err)
+	default:
+	}
+	close(g.gate)
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+	if err := seal.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	b.Close()
+	if g.writes != 3 || fl.writes != 2 {
+		t.Fatalf("older log took %d writes, newer %d; want 3 (header, record, seal) and 2 (header, record)", g.writes, fl.writes)
 	}
 }
