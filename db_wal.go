@@ -127,11 +127,32 @@ func (db *DB) nextLogSegment() (*wal.Writer, uint64, error) {
 	return w, num, err
 }
 
+// sealActiveLog seals the active segment for a rotation. On a backend
+// with locks the seal's write and sync run in the background, reported by
+// the returned SealSync. On a lock-free backend the seal is synced here,
+// and the SealSync is nil: a writer another one fenced fails at its seal,
+// before it creates a segment the other would have to collect.
+func (db *DB) sealActiveLog() (*wal.SealSync, error) {
+	if db.traits.LockFree {
+		return nil, db.logWriter.Seal()
+	}
+	return db.logWriter.SealAsync()
+}
+
 // watchSeal waits, in the background, for the seal sync s of a segment
 // sealed by a rotation, and puts the DB in its error state if it failed,
 // as a failed synchronous seal would. Then it closes old, the sealed
 // segment's writer, unless old is nil (the segment is still the DB's).
+// A nil s is a seal already synced: old is closed at once.
 func (db *DB) watchSeal(s *wal.SealSync, old *wal.Writer) {
+	if s == nil {
+		if old != nil {
+			if err := old.Close(); err != nil {
+				db.log.Warn("mayfly: closing WAL segment", "err", err)
+			}
+		}
+		return
+	}
 	db.walRot.wg.Add(1)
 	go func() {
 		defer db.walRot.wg.Done()

@@ -303,12 +303,12 @@ func (db *DB) makeRoomForWrite(bytes int) error {
 }
 
 // rotateMemtable freezes the active memtable and starts a new WAL segment
-// for its successor. The old segment is sealed first: the seal reaches the
-// operating system before any record of the new segment does, and its sync
-// runs in the background, which every sync of the new segment waits for
-// (wal package, "Seals"). Caller holds commitMu.
+// for its successor. The old segment is sealed first (sealActiveLog): the
+// seal reaches the operating system before any record of the new segment
+// does, and its sync runs in the background, which every sync of the new
+// segment waits for (wal package, "Seals"). Caller holds commitMu.
 func (db *DB) rotateMemtable() error {
-	seal, err := db.logWriter.SealAsync()
+	seal, err := db.sealActiveLog()
 	if err != nil {
 		return db.setBackgroundError(fmt.Errorf("WAL seal at rotation: %w", err))
 	}

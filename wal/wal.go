@@ -136,9 +136,11 @@
 // synchronous seal (its sync, behind a busy journal, stalls every write
 // for as long as it takes).
 //
-// The engine also creates the next segment's log ahead of need, in the
-// background (on backends with locks; a lock-free object store creates it
-// at the rotation, as before), and writes its header when a rotation takes
+// On a lock-free object store the engine keeps the synchronous seal
+// (Writer.Seal) and creates the next segment at the rotation: a writer
+// another one fenced then fails at its seal, before it creates a segment.
+// Elsewhere it creates the next segment's log ahead of need, in the
+// background, and writes its header when a rotation takes
 // it (NewWriter). A crash leaves such a log empty, which replay treats as a
 // segment that never held data; its number is never reused, because Open
 // raises the file-number counter past every file present.
