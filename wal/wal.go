@@ -123,10 +123,22 @@
 // sync mark is refused as above), and no Sync of a segment newer than S
 // completed, or S would be sealed. If U is newer than S, no Sync of U or
 // of anything newer completed. Either way the dropped bytes were never
-// acknowledged durable. Damage that destroys a durable seal is detected
-// only when a newer segment holds a sync mark (a Sync that appended
+// acknowledged durable.
+//
+// Damage that destroys a seal after it was made durable is told from a
+// crash only when a newer segment holds a sync mark (a Sync that appended
 // nothing after it leaves none), as damage in a segment's last sync group
-// is.
+// is; otherwise the rule above reads it as a torn tail and drops the newer
+// segments' records, none of which were acknowledged durable. A seal
+// matters only while its segment is replayed at all: once the flush of the
+// memtable the segment holds is recorded in the manifest, the engine
+// replays only newer segments (MinLogNum) and deletes it. So damage to a
+// seal is taken for a crash only if it happens between the rotation and
+// that flush (the flushes queued before it and its own, usually well under
+// a second) and the machine then crashes before the flush. A record in the
+// newer segment saying that the seal is durable would not narrow that
+// window: unsynced, it reaches the disk with the kernel's writeback,
+// seconds later.
 //
 // Rejected: syncing the old segment lazily at the newer segment's first
 // Sync (a writer that never syncs would leave older segments unsynced
