@@ -92,6 +92,7 @@ type DB struct {
 	pub        publishQueue
 	logWriter  *wal.Writer
 	logNum     uint64
+	walRot     walRotation // the spare segment and running seal syncs (db_wal.go)
 	walBuf     []byte
 	condOv     condOverlay  // the leader's condition state (cond_eval.go)
 	recent     recentWrites // writes logged by key hash (cond_recent.go)
@@ -317,6 +318,7 @@ func (db *DB) Close() error {
 		errs = append(errs, serr, cerr)
 		db.logWriter = nil
 	}
+	errs = append(errs, db.closeWALRotation())
 	db.commitMu.Unlock()
 
 	db.manifestMu.Lock()

@@ -158,9 +158,10 @@ func (db *DB) makeRoomForWrite(bytes int) error {
 }
 
 // rotateMemtable freezes the active memtable and starts a new WAL segment
-// for its successor. The old segment is sealed (its seal synced) first, so
-// that a torn record can only ever be at the tail of the newest segment and
-// every older segment ends in a seal (wal package, "Seals"). It first waits
+// for its successor. The old segment is sealed first (sealActiveLog): the
+// seal reaches the operating system before any record of the new segment
+// does, and its sync runs in the background, which every sync of the new
+// segment waits for (wal package, "Seals"). It first waits
 // until every logged batch is applied and published, so that no writer is
 // still inserting into the memtable it freezes and the flush of that
 // memtable covers every sequence number logged to its segment. Caller holds
@@ -170,20 +171,23 @@ func (db *DB) rotateMemtable() error {
 	if err := db.pub.wait(); err != nil {
 		return err
 	}
-	if err := db.logWriter.Seal(); err != nil {
+	seal, err := db.sealActiveLog()
+	if err != nil {
 		return db.setBackgroundError(fmt.Errorf("WAL seal at rotation: %w", err))
 	}
-	num := db.allocFileNum()
-	w, err := db.createLogSegment(num)
+	w, num, err := db.nextLogSegment()
 	if err != nil {
 		// Nothing else changed: the sealed segment takes no more records,
 		// so the next write rotates again (makeRoomForWrite).
+		db.watchSeal(seal, nil)
 		return err
 	}
+	w.After(seal)
 	// On a lock-free backend a writer that took over after our last
 	// manifest write would not know this segment: refuse to use it.
 	if err := db.checkFenced(); err != nil {
 		w.Close()
+		db.watchSeal(seal, nil)
 		return db.setBackgroundError(err)
 	}
 	old := db.logWriter
@@ -193,9 +197,7 @@ func (db *DB) rotateMemtable() error {
 	db.logWriter, db.logNum = w, num
 	db.publishReadState()
 	db.mu.Unlock()
-	if err := old.Close(); err != nil {
-		db.log.Warn("mayfly: closing WAL segment", "err", err)
-	}
+	db.watchSeal(seal, old) // closes old once its seal is durable
 	db.kickFlush()
 	return nil
 }

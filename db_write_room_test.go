@@ -236,7 +236,17 @@ func TestRoomGrantRevokedBySeal(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(t, db.Put([]byte("a"), []byte("1")))
-	fs.Inject(faultfs.Rule{Op: faultfs.OpCreateLog, Kind: faultfs.Error})
+	db.walRot.mu.Lock()
+	spare := db.walRot.spareDone
+	db.walRot.mu.Unlock()
+	if spare != nil {
+		<-spare // the segment created ahead of need is ready
+	}
+	fs.Inject(faultfs.Rule{Op: faultfs.OpCreateLog, Kind: faultfs.Error, Count: -1})
+	// The first rotation takes the segment created ahead of need; the one
+	// after it cannot be created, ahead or at the next rotation.
+	must(t, db.Flush())
+	must(t, db.Put([]byte("a2"), []byte("1")))
 	if err := db.Flush(); err == nil {
 		t.Fatal("Flush with the next segment's creation failing returned nil")
 	}
@@ -249,5 +259,6 @@ func TestRoomGrantRevokedBySeal(t *testing.T) {
 	}
 	defer db.Close()
 	mustGet(t, db, "a", "1")
+	mustGet(t, db, "a2", "1")
 	mustGet(t, db, "b", "1")
 }

@@ -93,7 +93,11 @@ func (db *DB) tailWAL(minLog, lastSeq uint64) (bool, uint64, error) {
 			continue
 		}
 		listed[n] = l.Reader
-		newest = max(newest, n)
+		if l.Reader.Size() > 0 {
+			// An empty log is the writer's next segment, created ahead of
+			// need: the one before it is still being appended to.
+			newest = max(newest, n)
+		}
 		if !slices.ContainsFunc(t.segs, func(s *tailSeg) bool { return s.num == n }) {
 			t.segs = append(t.segs, &tailSeg{num: n})
 		}

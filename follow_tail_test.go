@@ -95,6 +95,30 @@ func TestFollowerTornTailIsRetried(t *testing.T) {
 	}
 }
 
+// TestFollowerTornTailBeforeSpareSegment: an empty segment after the one
+// being written is the writer's next segment, created ahead of need: the
+// torn record before it is still a write in progress, not corruption.
+func TestFollowerTornTailBeforeSpareSegment(t *testing.T) {
+	clk := clock.NewManual(epoch)
+	mem := storage.NewMem()
+	name, _ := tornTailSetup(t, mem, clk)
+	n, _ := parseNum(name, "wal", ".wal")
+	lw, err := mem.CreateLog(logName(n + 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lw.Close()
+	f := openTestDB(t, "", clk, func(o *Options) {
+		o.Storage, o.ReadOnly, o.FollowInterval, o.FollowWAL = mem, true, time.Hour, true
+	})
+	defer f.Close()
+	if _, err := f.Refresh(); err != nil {
+		t.Fatalf("Refresh with a torn tail before an empty spare segment: %v", err)
+	}
+	mustGet(t, f, "k1", "v1")
+	mustGet(t, f, "k2", "")
+}
+
 // TestFollowerTornRecordBeforeNewestSegment: a torn record in a segment
 // that a newer one follows cannot be a write in progress: Refresh reports
 // corruption naming the segment.

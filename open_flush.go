@@ -58,6 +58,7 @@ func (db *DB) flushReplayed(recovered []*memtable.Memtable, segs []uint64) error
 	// row: collect what a previous writer left behind.
 	db.walGC.first = num
 	db.collectWAL()
+	db.prepareLogSegment()
 	return nil
 }
 
@@ -77,16 +78,7 @@ func (db *DB) createLogSegment(num uint64) (*wal.Writer, error) {
 		db.removeQuietly(logName(num))
 		return nil, err
 	}
-	w, err := wal.NewWriter(lw, num)
-	if err != nil {
-		lw.Close()
-		db.removeQuietly(logName(num))
-		return nil, err
-	}
-	w.SetMinWriteInterval(db.opts.WALMinWriteInterval)
-	db.metrics.walSegmentsCreated.Add(1)
-	db.opts.EventListener.walCreated(logName(num))
-	return w, nil
+	return db.startLogSegment(lw, num)
 }
 
 // removeOrphanTables deletes SSTables no version lists: leftovers of a

@@ -81,8 +81,11 @@ func unrefAll(ms []*memtable.Memtable) {
 //   - A torn tail (the newest segment, no sync mark after the damage) is
 //     dropped in either mode, as is a segment whose header was never
 //     written and that holds nothing.
-//   - A segment that is not the newest and ends without its seal (a
-//     version 2 segment cut short) is damage at its end.
+//   - A version 2 segment that is not the newest and ends without its
+//     seal, cut short or torn, is the log's torn tail if no later segment
+//     holds a sync mark: the rest of it and every later segment are
+//     dropped, in either mode (wal package, "Seals"). If a later segment
+//     holds one, it is damage.
 //   - Any other damage fails with the replay's corruption error in strict
 //     mode. With WALRecoveryPointInTime replay ends there: the rest of that
 //     segment and every later segment are dropped.
@@ -99,25 +102,40 @@ func (db *DB) replayLogs(segs []uint64, apply func(payload []byte) error) error 
 		name := logName(seg)
 		res, err := wal.Replay(db.store, name, seg, apply)
 		db.metrics.walRecordsReplayed.Add(uint64(res.Records))
+		unsealed := false
 		if err == nil && !res.Torn() {
 			if i == len(segs)-1 || res.Sealed || res.Version < wal.Version {
 				continue
 			}
-			// A rotation seals a segment before it creates the next one:
-			// this one was cut short at a record boundary.
+			unsealed = true
 			res.TornOffset = res.ValidBytes
-			res.TornReason = fmt.Sprintf("segment ends at offset %d without its seal, but later segments exist: it was cut short", res.ValidBytes)
-			err = format.Corruptf(name, res.ValidBytes, "%s", res.TornReason)
+			res.TornReason = fmt.Sprintf("segment ends at offset %d without its seal, but later segments exist", res.ValidBytes)
 		}
 		// A segment that holds no record and whose header is missing or
-		// torn was being created when something failed: it never held data
-		// and may lie anywhere in the sequence.
+		// torn was being created when something failed, or was created
+		// ahead of need: it never held data and may lie anywhere in the
+		// sequence. One that holds no byte at all is not even reported.
 		empty := res.Records == 0 && res.TornOffset == 0 && res.LostRecords == 0
+		if err == nil && empty && res.LostBytes == 0 {
+			continue
+		}
 		if err == nil && (i == len(segs)-1 || empty) {
 			db.dropWAL(WALRecoveryInfo{Segment: name, Offset: res.TornOffset, Reason: res.TornReason,
 				RecordsDropped: uint64(res.LostRecords), BytesDropped: uint64(res.LostBytes)})
 			db.metrics.walTornTails.Add(1)
 			continue
+		}
+		if err == nil && res.Version == wal.Version {
+			// An older segment without its seal: the log's torn tail
+			// unless a later sync proves it was durable (wal package,
+			// "Seals").
+			tail, terr := db.olderSegmentTail(segs[i+1:], name, &res, unsealed)
+			if terr != nil || tail {
+				return terr
+			}
+			if unsealed {
+				err = format.Corruptf(name, res.ValidBytes, "%s", res.TornReason)
+			}
 		}
 		if err == nil {
 			err = res.TornError(name) // damage in a segment a rotation synced
@@ -168,11 +186,18 @@ func countLog(db *DB, seg uint64) (records, bytes uint64, err error) {
 	if err != nil && (!errors.Is(err, format.ErrCorruption) || res.TornOffset < 0) {
 		return 0, 0, err
 	}
+	records, bytes = droppedBy(res)
+	return records, bytes, nil
+}
+
+// droppedBy returns what dropping a whole segment whose replay gave res
+// loses: its intact records and the bytes up to its last non-zero byte.
+func droppedBy(res wal.ReplayResult) (records, bytes uint64) {
 	valid := max(res.ValidBytes-wal.HeaderSize, 0)
 	if res.TornOffset == 0 {
 		valid = 0 // the header itself is damaged: all of it is lost bytes
 	}
-	return uint64(res.Records + res.LostRecords), uint64(valid + res.LostBytes), nil
+	return uint64(res.Records + res.LostRecords), uint64(valid + res.LostBytes)
 }
 
 // checkedApply returns apply preceded by a full decode of the batch, so
@@ -195,4 +220,40 @@ func checkedApply(apply func(payload []byte) error) func(payload []byte) error {
 			}
 		}
 	}
+}
+
+// olderSegmentTail handles segment name, older than the newest, whose
+// replay res stopped at a tear or, unsealed, at its clean end. It reads the
+// later segments; if none holds a sync mark, no sync completed after
+// name's tail was written, so that tail is where the log ends: it drops the
+// rest of name and the later segments (reported and counted as a torn
+// tail, unless the later segments never held a byte and name ends
+// cleanly: nothing is lost) and returns true. If one holds a mark it
+// returns false, and res's reason names that segment.
+func (db *DB) olderSegmentTail(later []uint64, name string, res *wal.ReplayResult, unsealed bool) (bool, error) {
+	info := WALRecoveryInfo{Segment: name, Offset: res.TornOffset,
+		RecordsDropped: uint64(res.LostRecords), BytesDropped: uint64(res.LostBytes)}
+	started := false
+	for _, seg := range later {
+		lres, err := wal.Replay(db.store, logName(seg), seg, func([]byte) error { return nil })
+		if err != nil && (!errors.Is(err, format.ErrCorruption) || lres.TornOffset < 0) {
+			return false, fmt.Errorf("mayfly: read %s: %w", logName(seg), err)
+		}
+		if lres.HasSyncMark() {
+			res.TornReason += fmt.Sprintf("; the later segment %s holds a sync mark, so a sync completed after this segment was durable", logName(seg))
+			return false, nil
+		}
+		records, bytes := droppedBy(lres)
+		started = started || lres.Version != 0 || bytes > 0
+		info.RecordsDropped += records
+		info.BytesDropped += bytes
+		info.SegmentsDropped = append(info.SegmentsDropped, logName(seg))
+	}
+	if unsealed && !started {
+		return true, nil // the later segments were created ahead of need and never used
+	}
+	info.Reason = res.TornReason + "; no later segment holds a sync mark: this is the torn tail of the log"
+	db.dropWAL(info)
+	db.metrics.walTornTails.Add(1)
+	return true, nil
 }

@@ -36,6 +36,9 @@ type ReplayResult struct {
 	// Sealed reports that the segment ends in a seal: its writer finished
 	// it (see the package documentation).
 	Sealed bool
+	// SyncMarks is the number of intact sync marks read before TornOffset
+	// (or to the end of the segment).
+	SyncMarks int
 	// The fields below describe the bytes from TornOffset to the end of the
 	// segment, found by a byte-by-byte scan when TornOffset >= 0: what a
 	// recovery that stops at TornOffset drops.
@@ -51,6 +54,11 @@ type ReplayResult struct {
 	// TornOffset were durable before they were damaged.
 	SyncedThrough int64
 }
+
+// HasSyncMark reports whether the segment holds a sync mark, before or
+// after TornOffset: a Sync of it completed (see "Seals" in the package
+// documentation for what that proves about older segments).
+func (r ReplayResult) HasSyncMark() bool { return r.SyncMarks > 0 || r.SyncedThrough > 0 }
 
 // Torn reports whether replay stopped at a damaged or incomplete record.
 func (r ReplayResult) Torn() bool { return r.TornOffset >= 0 }
@@ -252,6 +260,7 @@ func (rp *replayer) deliver(br *bufio.Reader, off int64, typ uint8, payload []by
 		if err := checkSyncMark(payload, off); err != nil {
 			return true, rp.stop(off, format.Corruptf(name, off, "%v", err), "%v", err)
 		}
+		rp.res.SyncMarks++
 	case typ == RecordTypeSeal && rp.version > versionNoMarks:
 		return true, rp.sealed(br, off, uint32(len(payload)))
 	default:

@@ -525,3 +525,36 @@ func TestReplayFrom(t *testing.T) {
 		t.Fatal("replay from inside the header succeeded")
 	}
 }
+
+// TestReplayCountsSyncMarks: ReplayResult.SyncMarks counts the marks read
+// and HasSyncMark also sees those found after a tear; a segment never
+// synced has none.
+func TestReplayCountsSyncMarks(t *testing.T) {
+	const n = 5
+	s, offs := syncedSegment(t, n, true)
+	_, res, err := replayAll(t, s, "wal/s")
+	if err != nil || res.SyncMarks != n-1 || !res.HasSyncMark() {
+		t.Fatalf("synced segment: %v, %d marks (has %v); want %d", err, res.SyncMarks, res.HasSyncMark(), n-1)
+	}
+	seg, _ := storage.ReadAll(s, "wal/s")
+	d := storage.NewMem()
+	putLog(t, d, "wal/d", flipByte(seg, int(offs[0]))) // damage before every mark
+	_, res, _ = replayAll(t, d, "wal/d")
+	if res.SyncMarks != 0 || !res.HasSyncMark() {
+		t.Fatalf("damaged first record: %d marks read, has %v; want 0 read and the later ones found", res.SyncMarks, res.HasSyncMark())
+	}
+	u := storage.NewMem()
+	w := newTestWriter(t, u, "wal/u")
+	for i := range n {
+		if err := w.Write(AppendRecord(nil, fmt.Appendf(nil, "unsynced %d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, res, err = replayAll(t, u, "wal/u")
+	if err != nil || res.Records != n || res.HasSyncMark() {
+		t.Fatalf("unsynced segment: %v, %+v; want %d records and no mark", err, res, n)
+	}
+}

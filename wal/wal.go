@@ -91,12 +91,71 @@
 //
 // # Seals
 //
-// A rotation seals the old segment (and syncs the seal) before it creates
-// the next one, so every version 2 segment that has a successor ends in a
-// seal (ReplayResult.Sealed). An older segment without one was cut short
-// after it was written — at a record boundary, which no checksum shows —
-// and the engine refuses it; the newest segment is never sealed while it
-// is written to.
+// A rotation seals the old segment (Writer.SealAsync): it appends a seal
+// record and returns; a goroutine hands the seal, with every record before
+// it, to the operating system and then syncs the old segment. The next
+// segment's writer is ordered behind that seal (Writer.After): it hands no
+// record to the operating system before the seal is, and every Sync of it
+// first waits for the seal's sync (which itself waited for the segment
+// before it) and fails if that failed. Hence:
+//
+//   - a completed Sync of a segment, and so a sync mark in it, implies that
+//     every older segment is durable through its seal;
+//   - a crash of the process alone leaves every older segment sealed: its
+//     seal reached the operating system before any newer record;
+//   - only a crash of the machine can leave an older segment without its
+//     seal (cut short at a record boundary, or torn in its unsynced tail),
+//     and then no Sync of a newer segment completed.
+//
+// The engine's recovery rule follows. Replay reads the segments oldest
+// first; the newest segment is never sealed while it is written to. An
+// older segment that does not end in a seal (ReplayResult.Sealed) is the
+// log's torn tail if no newer segment holds a sync mark
+// (ReplayResult.HasSyncMark): replay stops at its end or tear and drops
+// the rest of it and every newer segment, reported as a torn tail. If a
+// newer segment holds a sync mark, the missing seal is damage, refused as
+// corruption naming the segment and offset.
+//
+// No write acknowledged durable is dropped by that rule: such a write lies
+// in a segment S whose Sync completed, after every segment older than S
+// was durable and sealed. So the first unsealed segment U is S or newer.
+// If U is S, the tear lies after S's last completed Sync (damage before a
+// sync mark is refused as above), and no Sync of a segment newer than S
+// completed, or S would be sealed. If U is newer than S, no Sync of U or
+// of anything newer completed. Either way the dropped bytes were never
+// acknowledged durable.
+//
+// Damage that destroys a seal after it was made durable is told from a
+// crash only when a newer segment holds a sync mark (a Sync that appended
+// nothing after it leaves none), as damage in a segment's last sync group
+// is; otherwise the rule above reads it as a torn tail and drops the newer
+// segments' records, none of which were acknowledged durable. A seal
+// matters only while its segment is replayed at all: once the flush of the
+// memtable the segment holds is recorded in the manifest, the engine
+// replays only newer segments (MinLogNum) and deletes it. So damage to a
+// seal is taken for a crash only if it happens between the rotation and
+// that flush (the flushes queued before it and its own, usually well under
+// a second) and the machine then crashes before the flush. A record in the
+// newer segment saying that the seal is durable would not narrow that
+// window: unsynced, it reaches the disk with the kernel's writeback,
+// seconds later.
+//
+// Rejected: syncing the old segment lazily at the newer segment's first
+// Sync (a writer that never syncs would leave older segments unsynced
+// indefinitely, and the first synced write after a rotation would pay two
+// syncs); accepting every unsealed older segment (a segment cut short
+// before durable data of a newer one would go unnoticed); keeping the
+// synchronous seal (its sync, behind a busy journal, stalls every write
+// for as long as it takes).
+//
+// On a lock-free object store the engine keeps the synchronous seal
+// (Writer.Seal) and creates the next segment at the rotation: a writer
+// another one fenced then fails at its seal, before it creates a segment.
+// Elsewhere it creates the next segment's log ahead of need, in the
+// background, and writes its header when a rotation takes
+// it (NewWriter). A crash leaves such a log empty, which replay treats as a
+// segment that never held data; its number is never reused, because Open
+// raises the file-number counter past every file present.
 //
 // This package is engine-internal: it is importable (tools and tests read
 // its types), but it has no compatibility promise; the stable API is

@@ -67,6 +67,7 @@ type Writer struct {
 	synced   int64      // bytes [0, synced) are durable: the largest target of a completed Sync
 	marked   int64      // the value of the last sync mark appended (HeaderSize before the first)
 	sealed   bool       // Seal appended the seal: no more appends
+	after    *SealSync  // an older segment's seal sync, which every Sync waits for first
 	err      error      // sticky: after a failed write the segment's tail is unknown
 	closing  bool
 	done     chan struct{}
@@ -253,8 +254,18 @@ func (w *Writer) writePending() {
 	if w.interval > 0 {
 		w.lastWrite = time.Now()
 	}
+	after := w.after
 	w.mu.Unlock()
-	n, err := w.lw.Write(buf)
+	n, err := 0, error(nil)
+	if after != nil {
+		<-after.written // the older segment's seal goes first (After)
+		if after.werr != nil {
+			err = fmt.Errorf("an older segment's seal was not written: %w", after.werr)
+		}
+	}
+	if err == nil {
+		n, err = w.lw.Write(buf)
+	}
 	if err == nil && n != len(buf) {
 		err = io.ErrShortWrite
 	}
@@ -370,6 +381,67 @@ func (w *Writer) Seal() error {
 	return w.writeSync(appendTyped(nil, RecordTypeSeal, nil), true)
 }
 
+// SealSync is the background write and sync of a segment sealed by
+// SealAsync.
+type SealSync struct {
+	written chan struct{} // closed once the seal is handed to the log, or that failed
+	werr    error         // the write's error, set before written is closed
+	done    chan struct{} // closed once the sync ended
+	err     error         // the write's or the sync's error, set before done is closed
+}
+
+// Wait waits for the sync and returns its error: nil once the segment,
+// its seal and (through After) every older segment are durable.
+func (s *SealSync) Wait() error {
+	<-s.done
+	return s.err
+}
+
+// SealAsync appends the seal record, which marks the segment finished, and
+// returns without waiting for the log: a goroutine it starts hands the seal
+// and every record before it to the operating system and then makes them
+// durable; the returned SealSync reports when that ends. Later appends fail
+// with ErrSealed, as after Seal. The next segment's writer must be given
+// the SealSync (After) before anything is appended to it.
+func (w *Writer) SealAsync() (*SealSync, error) {
+	w.mu.Lock()
+	if !w.sealed {
+		if err := w.appendLocked(appendTyped(nil, RecordTypeSeal, nil)); err != nil {
+			w.mu.Unlock()
+			return nil, err
+		}
+		w.sealed = true
+	}
+	w.mu.Unlock()
+	s := &SealSync{written: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		w.mu.Lock()
+		target := w.writeLocked()
+		s.werr = w.err
+		w.mu.Unlock()
+		close(s.written)
+		s.err = s.werr
+		if s.err == nil {
+			s.err = w.syncThrough(target)
+		}
+		close(s.done)
+	}()
+	return s, nil
+}
+
+// After orders w behind s, an older segment's seal: no record of w is
+// handed to the log before the seal is (so a crash of the process never
+// leaves a record of w after an unsealed older segment), and every Sync
+// (WriteSync, Seal, SealAsync's sync) of w waits for s's sync before it
+// syncs w, so that a sync mark in w implies that every older segment is
+// durable and sealed. If s failed, so does w. Call it before the first
+// append; s may be nil.
+func (w *Writer) After(s *SealSync) {
+	w.mu.Lock()
+	w.after = s
+	w.mu.Unlock()
+}
+
 // Sealed reports whether Seal has sealed the segment.
 func (w *Writer) Sealed() bool {
 	w.mu.Lock()
@@ -388,6 +460,15 @@ func (w *Writer) writeSync(records []byte, seal bool) error {
 		}
 	}
 	w.sealed = w.sealed || seal
+	target := w.writeLocked()
+	w.mu.Unlock()
+	return w.syncThrough(target)
+}
+
+// writeLocked hands every appended byte to the log from the calling
+// goroutine (or waits for the flusher's write in progress) and returns the
+// offset appended through. The caller holds mu; w.err reports a failure.
+func (w *Writer) writeLocked() int64 {
 	target := w.appended
 	for w.err == nil && w.written < target {
 		if w.writing {
@@ -396,10 +477,29 @@ func (w *Writer) writeSync(records []byte, seal bool) error {
 		}
 		w.writePending()
 	}
-	err := w.err
+	return target
+}
+
+// syncThrough makes the bytes before target, which have been handed to the
+// log, durable: it waits for an older segment's seal sync (After) first,
+// then syncs the log. The caller does not hold mu.
+func (w *Writer) syncThrough(target int64) error {
+	w.mu.Lock()
+	err, after := w.err, w.after
 	w.mu.Unlock()
 	if err != nil {
 		return err
+	}
+	if after != nil {
+		if err := after.Wait(); err != nil {
+			w.mu.Lock()
+			if w.err == nil {
+				w.err = fmt.Errorf("wal: an older segment's seal sync failed: %w", err)
+			}
+			err = w.err
+			w.mu.Unlock()
+			return err
+		}
 	}
 	if err := w.lw.Sync(); err != nil {
 		// After a failed fsync the kernel may have dropped the dirty pages;

@@ -976,3 +976,159 @@ func TestMinWriteIntervalEndsHold(t *testing.T) {
 	want := HeaderSize + 3*len(rec)
 	waitUntil(t, "the held bytes", func() bool { _, n := cl.counts(); return n == want })
 }
+
+// syncGateLog records what is written to it; its Sync waits until gate is
+// closed and then fails if fail is set.
+type syncGateLog struct {
+	mu      sync.Mutex
+	data    []byte
+	syncs   int
+	entered chan struct{} // receives once per Sync, before it waits
+	gate    chan struct{}
+	fail    bool
+}
+
+func newSyncGateLog() *syncGateLog {
+	return &syncGateLog{entered: make(chan struct{}, 4), gate: make(chan struct{})}
+}
+
+func (g *syncGateLog) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.data = append(g.data, p...)
+	return len(p), nil
+}
+
+func (g *syncGateLog) Sync() error {
+	g.entered <- struct{}{}
+	<-g.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.fail {
+		return errors.New("EIO")
+	}
+	g.syncs++
+	return nil
+}
+
+func (g *syncGateLog) Close() error { return nil }
+
+func (g *syncGateLog) state() ([]byte, int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]byte(nil), g.data...), g.syncs
+}
+
+// TestSealAsync: SealAsync hands the seal to the log before it returns and
+// syncs in the background; a newer segment's WriteSync waits for that sync
+// (After) and fails, syncing nothing, if it failed.
+func TestSealAsync(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fail=%v", fail), func(t *testing.T) {
+			ga, gb := newSyncGateLog(), newSyncGateLog()
+			close(gb.gate)
+			ga.fail = fail
+			a, err := NewWriter(ga, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := AppendRecord(nil, []byte("row"))
+			if err := a.Write(rec); err != nil {
+				t.Fatal(err)
+			}
+			seal, err := a.SealAsync()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Write(rec); !errors.Is(err, ErrSealed) {
+				t.Fatalf("Write after SealAsync = %v, want ErrSealed", err)
+			}
+			<-ga.entered // the background sync of a has begun
+			data, _ := ga.state()
+			want := appendTyped(append(AppendHeader(nil, 1), rec...), RecordTypeSeal, nil)
+			if !bytes.Equal(data, want) {
+				t.Fatalf("log holds %x when its seal's sync begins, want header, record and seal %x", data, want)
+			}
+
+			b, err := NewWriter(gb, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.After(seal)
+			done := make(chan error, 1)
+			go func() { done <- b.WriteSync(rec) }()
+			select {
+			case err := <-done:
+				t.Fatalf("WriteSync of the newer segment returned (%v) before the older seal's sync", err)
+			case <-gb.entered:
+				t.Fatal("the newer segment was synced before the older seal's sync ended")
+			default:
+			}
+			close(ga.gate)
+			err = <-done
+			_, bSyncs := gb.state()
+			if !fail {
+				if err != nil || seal.Wait() != nil || bSyncs != 1 {
+					t.Fatalf("WriteSync = %v, seal = %v, newer segment synced %d times; want nil, nil, 1", err, seal.Wait(), bSyncs)
+				}
+			} else {
+				if err == nil || seal.Wait() == nil || bSyncs != 0 {
+					t.Fatalf("WriteSync = %v, seal = %v, newer segment synced %d times; want both failed, 0", err, seal.Wait(), bSyncs)
+				}
+				if err := b.Write(rec); err == nil {
+					t.Fatal("Write after a failed older seal succeeded")
+				}
+			}
+			a.Close()
+			b.Close()
+		})
+	}
+}
+
+// TestSealAsyncOrdersWrites: SealAsync returns while the segment's log is
+// stuck in a write, and the newer segment hands nothing but its header to
+// its log until the older seal has been written.
+func TestSealAsyncOrdersWrites(t *testing.T) {
+	g := &gateLog{entered: make(chan struct{}, 8), gate: make(chan struct{})}
+	a, err := NewWriter(g, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := AppendRecord(nil, []byte("row"))
+	if err := a.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered // a's flusher is stuck writing the record
+	seal, err := a.SealAsync()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := &failLog{}
+	b, err := NewWriter(fl, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.After(seal)
+	if err := b.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	flushed := make(chan error, 1)
+	go func() { flushed <- b.Flush() }()
+	select {
+	case err := <-flushed:
+		t.Fatalf("the newer segment's records reached its log (%v) before the older seal was written", err)
+	default:
+	}
+	close(g.gate)
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+	if err := seal.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	b.Close()
+	if g.writes != 3 || fl.writes != 2 {
+		t.Fatalf("older log took %d writes, newer %d; want 3 (header, record, seal) and 2 (header, record)", g.writes, fl.writes)
+	}
+}

@@ -552,3 +552,72 @@ func TestWALOlderSegmentPointInTime(t *testing.T) {
 	}
 	openRecovered(t, dir, want, 0)
 }
+
+// sealOffset returns the offset of the seal record (type 3) of segment b.
+func sealOffset(t *testing.T, b []byte) int {
+	t.Helper()
+	for off := walHeaderLen; off+recHeaderLen <= len(b) && b[off+8] != 0; {
+		if b[off+8] == 3 {
+			return off
+		}
+		off += recHeaderLen + int(binary.LittleEndian.Uint32(b[off+4:]))
+	}
+	t.Fatal("segment has no seal")
+	return 0
+}
+
+// withoutMarks returns segment b with its sync marks left out: the segment
+// as written by unsynced commits only.
+func withoutMarks(t *testing.T, b []byte) []byte {
+	t.Helper()
+	out := append([]byte(nil), b[:walHeaderLen]...)
+	for _, r := range parseWAL(t, b) {
+		out = append(out, b[r.off:r.end()]...)
+	}
+	return out
+}
+
+// TestWALOlderSegmentWithoutSeal: a rotation syncs the old segment's seal in
+// the background, and every sync of the newer segment waits for it; so an
+// older segment without its seal (cut short or torn in its last record) is
+// the log's torn tail when the newer segment holds no sync mark (no sync of
+// it completed): Open drops the rest of it and the newer segment. With a
+// sync mark in the newer segment the same older segment is refused.
+func TestWALOlderSegmentWithoutSeal(t *testing.T) {
+	src, m, older, newer := twoSegments(t)
+	origOld, origNew := readFile(t, src, older), readFile(t, src, newer)
+	recs := parseWAL(t, origOld)
+	nOld, total := len(recs), len(m.live)/3
+	sealAt := sealOffset(t, origOld)
+	last := recs[nOld-1]
+	for _, tc := range []struct {
+		desc     string
+		old      []byte
+		keep     int // batches that survive
+		newerMks bool
+	}{
+		{"seal missing, newer segment unsynced", origOld[:sealAt], nOld, false},
+		{"last record torn, newer segment unsynced", origOld[:last.off+recHeaderLen+last.len/2], nOld - 1, false},
+		{"seal missing, newer segment synced", origOld[:sealAt], 0, true},
+	} {
+		t.Run(strings.ReplaceAll(tc.desc, " ", "_"), func(t *testing.T) {
+			dir := copyDir(t, src)
+			writeFile(t, dir, older, tc.old)
+			if !tc.newerMks {
+				writeFile(t, dir, newer, withoutMarks(t, origNew))
+			}
+			noPanic(t, tc.desc, func() {
+				if tc.newerMks {
+					db, err := mayfly.Open(dir, walOptions())
+					if err == nil {
+						db.Close()
+						t.Fatal("Open succeeded with an unsealed older segment under a synced newer one")
+					}
+					checkCorruption(t, "Open", err, older, func(o int64) bool { return o == int64(sealAt) })
+					return
+				}
+				openRecovered(t, dir, dropBatches(m, tc.keep, total), 1)
+			})
+		})
+	}
+}

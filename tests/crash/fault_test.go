@@ -365,7 +365,11 @@ func (r *run) execute(script []step) {
 // synced write) a failed write to a segment past its header. After one, the
 // database must refuse such writes: a failed fsync leaves the log's state
 // unknown. (The WAL's background flusher may fail while an unsynced write
-// is being queued; that write cannot know, so it is not held to this.)
+// is being queued; that write cannot know, so it is not held to this. Nor
+// is it held to a failed sync of a segment a rotation sealed: that sync
+// runs in the background while later writes go to the next segment, and
+// the database reports its failure once it ends; a synced write waits for
+// it and fails.)
 func (r *run) walFailure(seq int64, synced bool) *faultfs.Injection {
 	r.mu.Lock()
 	from := r.openSeq
@@ -374,11 +378,39 @@ func (r *run) walFailure(seq int64, synced bool) *faultfs.Injection {
 		if inj.Seq <= from || inj.Seq >= seq || !strings.HasPrefix(inj.Name, "wal/") {
 			continue
 		}
+		if inj.Op == faultfs.OpSync && !synced && r.sealedBefore(inj.Name) {
+			continue
+		}
 		if inj.Op == faultfs.OpSync || (synced && inj.Op == faultfs.OpLogWrite && inj.NameSeq > 1) {
 			return &inj
 		}
 	}
 	return nil
+}
+
+// sealedBefore reports whether a WAL segment newer than name holds bytes:
+// a rotation sealed name before it wrote the newer segment's header (an
+// empty newer segment is only created ahead of need). It reads the backend
+// under the fault injector, so it counts as no operation.
+func (r *run) sealedBefore(name string) bool {
+	inner := r.fs.Inner()
+	names, err := inner.List("wal")
+	if err != nil {
+		return false
+	}
+	for _, n := range names {
+		if n <= name || !strings.HasSuffix(n, ".wal") {
+			continue
+		}
+		if rd, err := inner.Open(n); err == nil {
+			size := rd.Size()
+			rd.Close()
+			if size > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (r *run) write(db *mayfly.DB, i int, s step) {

@@ -187,8 +187,17 @@ func TestRegressAbandonedWALSegment(t *testing.T) {
 					mu.Unlock()
 				}
 				fs.SetHook(nil)
-				if failures != 1 {
-					t.Fatalf("%d writes failed, want exactly the one whose rotation failed", failures)
+				// A log created ahead of need (the next segment, made in the
+				// background) whose creation fails costs no write: the
+				// rotation creates its segment itself. A header is written
+				// when a rotation takes the log, so its failure fails that
+				// write.
+				want := 1
+				if fault == "create-log error-after" {
+					want = 0
+				}
+				if failures != want {
+					t.Fatalf("%d writes failed, want %d", failures, want)
 				}
 				mu.Lock()
 				t.Logf("segments created: %v", segments)
