@@ -120,7 +120,8 @@ func (db *DB) flushMemtable(m *memtable.Memtable) error {
 	}
 	// The memo of the previous flush serves this one only; this flush's
 	// serves the next once its table is recorded (flush_memo.go).
-	prev, next := db.flushMemo, db.newFlushMemo()
+	prev := db.flushMemo
+	next := db.newFlushMemo(prev)
 	db.flushMemo = nil
 	t, err := db.writeL0(m, true, flushDeadlineSources(rs, m).fn(), db.stateBeneath(rs, 0), prev, next)
 	rs.release()

@@ -2,6 +2,7 @@ package mayfly
 
 import (
 	"bytes"
+	"slices"
 
 	"github.com/mayflydb/mayfly/format"
 )
@@ -37,31 +38,68 @@ const (
 	flushMemoMaxBytes = 2 << 20
 )
 
-// flushMemo is the states one flush left the keys it looked up in.
+// flushMemo is the states one flush left the keys it looked up in. A flush
+// writes its keys in ascending order, so rows is sorted by key, and the
+// next flush looks its keys up in ascending order too: get walks a cursor
+// forward (a merge of the two sorted sequences, no hashing), and searches
+// only if asked for a key before the cursor's.
 type flushMemo struct {
-	rows     map[string]memoRow
-	arena    []byte // the rows' values
-	keyBytes int    // the rows' keys' bytes
+	rows  []memoRow // by ascending key
+	keys  []byte    // the rows' keys
+	arena []byte    // the rows' values
+	pos   int       // get's cursor: rows before it sort before the last key asked for
 	// want is the key whose state this flush looked up last: its first
 	// row written is recorded. last is the key of the last row written.
 	want, last []byte
 	full       bool // a bound was reached: nothing more is recorded
 }
 
-// memoRow is a remembered row but its key: its value is arena[off:off+n].
+// memoRow is a remembered row: its key is keys[koff:koff+kn], its value
+// arena[off:off+n].
 type memoRow struct {
 	seq, ts, expireTS uint64
 	flags             uint8
-	off, n            uint32
+	koff, kn, off, n  uint32
 }
 
-// newFlushMemo returns a memo for a flush to record, or nil when the
-// database keeps none (no merge operator, or compaction filters).
-func (db *DB) newFlushMemo() *flushMemo {
+// key returns row i's key.
+func (f *flushMemo) key(i int) []byte {
+	m := &f.rows[i]
+	return f.keys[m.koff : m.koff+m.kn : m.koff+m.kn]
+}
+
+// get returns the row remembered for key, if any.
+func (f *flushMemo) get(key []byte) (memoRow, bool) {
+	if f.pos > 0 && bytes.Compare(key, f.key(f.pos-1)) <= 0 {
+		f.pos, _ = slices.BinarySearchFunc(f.rows, key, func(m memoRow, k []byte) int {
+			return bytes.Compare(f.keys[m.koff:m.koff+m.kn], k)
+		})
+	}
+	for f.pos < len(f.rows) {
+		switch c := bytes.Compare(f.key(f.pos), key); {
+		case c == 0:
+			f.pos++
+			return f.rows[f.pos-1], true
+		case c > 0:
+			return memoRow{}, false
+		}
+		f.pos++
+	}
+	return memoRow{}, false
+}
+
+// newFlushMemo returns a memo for a flush to record, sized like prev (the
+// previous flush's, or nil), or nil when the database keeps none (no merge
+// operator, or compaction filters).
+func (db *DB) newFlushMemo(prev *flushMemo) *flushMemo {
 	if db.opts.MergeOperator == nil || len(db.opts.CompactionFilters) > 0 {
 		return nil
 	}
-	return &flushMemo{rows: make(map[string]memoRow)}
+	if prev == nil {
+		return &flushMemo{}
+	}
+	return &flushMemo{rows: make([]memoRow, 0, len(prev.rows)), keys: make([]byte, 0, len(prev.keys)),
+		arena: make([]byte, 0, len(prev.arena))}
 }
 
 // memoBeneath wraps below so that a key the memo prev holds is answered from
@@ -76,7 +114,7 @@ func (db *DB) memoBeneath(below beneathFunc, prev, next *flushMemo) beneathFunc 
 			next.want = append(next.want[:0], key...)
 		}
 		if prev != nil {
-			if m, ok := prev.rows[string(key)]; ok {
+			if m, ok := prev.get(key); ok {
 				db.metrics.flushMemoHits.Add(1)
 				return prev.resolve(key, m, db.merger())
 			}
@@ -104,13 +142,15 @@ func (f *flushMemo) written(r *format.Row) {
 	if !first || !bytes.Equal(r.Key, f.want) || f.full || r.Flags&(format.FlagMerge|format.FlagDeadline) != 0 {
 		return
 	}
-	if len(f.rows) >= flushMemoMaxKeys || f.keyBytes+len(r.Key)+len(f.arena)+len(r.Value) > flushMemoMaxBytes {
+	if len(f.rows) >= flushMemoMaxKeys || len(f.keys)+len(r.Key)+len(f.arena)+len(r.Value) > flushMemoMaxBytes ||
+		len(f.rows) > 0 && bytes.Compare(r.Key, f.key(len(f.rows)-1)) <= 0 {
+		// Full, or (never from a flush, which writes keys in order) a key
+		// out of order: the memo would not be sorted.
 		f.full = true
 		return
 	}
-	m := memoRow{seq: r.Seq, ts: uint64(r.TS), expireTS: uint64(r.ExpireTS), flags: r.Flags,
-		off: uint32(len(f.arena)), n: uint32(len(r.Value))}
+	f.rows = append(f.rows, memoRow{seq: r.Seq, ts: uint64(r.TS), expireTS: uint64(r.ExpireTS), flags: r.Flags,
+		koff: uint32(len(f.keys)), kn: uint32(len(r.Key)), off: uint32(len(f.arena)), n: uint32(len(r.Value))})
+	f.keys = append(f.keys, r.Key...)
 	f.arena = append(f.arena, r.Value...)
-	f.keyBytes += len(r.Key)
-	f.rows[string(r.Key)] = m
 }

@@ -137,7 +137,7 @@ func testFlushMemoMatchesLookups(t *testing.T, seed uint64) {
 func TestFlushMemoRecordsFirstBaseRow(t *testing.T) {
 	db := openCounterDB(t, t.TempDir(), clock.NewManual(epoch))
 	defer db.Close()
-	f := db.newFlushMemo()
+	f := db.newFlushMemo(nil)
 	row := func(key string, seq uint64, flags uint8, v string) {
 		f.written(&format.Row{Key: []byte(key), Seq: seq, Flags: flags, Value: []byte(v)})
 	}
@@ -153,14 +153,14 @@ func TestFlushMemoRecordsFirstBaseRow(t *testing.T) {
 	if len(f.rows) != 1 {
 		t.Fatalf("memo holds %d keys, want only b", len(f.rows))
 	}
-	m, ok := f.rows["b"]
+	m, ok := f.get([]byte("b"))
 	if !ok || m.seq != 8 || !bytes.Equal(f.arena[m.off:m.off+m.n], []byte("b8")) {
 		t.Fatalf("b remembered as seq %d %q", m.seq, f.arena[m.off:m.off+m.n])
 	}
 	f.full = true
 	f.want = []byte("e")
 	row("e", 2, 0, "e2")
-	if _, ok := f.rows["e"]; ok {
+	if _, ok := f.get([]byte("e")); ok {
 		t.Fatal("a full memo recorded e")
 	}
 	db2 := openTestDB(t, t.TempDir(), clock.NewManual(epoch), func(o *Options) {
@@ -168,7 +168,7 @@ func TestFlushMemoRecordsFirstBaseRow(t *testing.T) {
 		o.CompactionFilters = []CompactionFilter{keepAll{}}
 	})
 	defer db2.Close()
-	if db2.newFlushMemo() != nil {
+	if db2.newFlushMemo(nil) != nil {
 		t.Fatal("a database with compaction filters keeps a memo")
 	}
 }
@@ -189,14 +189,44 @@ func TestFlushMemoBounded(t *testing.T) {
 			f.written(&format.Row{Key: k, Seq: uint64(i + 1), Value: make([]byte, valueLen)})
 		}
 	}
-	f := db.newFlushMemo()
+	f := db.newFlushMemo(nil)
 	record(f, flushMemoMaxKeys+10, 8)
 	if len(f.rows) != flushMemoMaxKeys || !f.full {
 		t.Fatalf("%d keys recorded (full %v), want %d", len(f.rows), f.full, flushMemoMaxKeys)
 	}
-	f = db.newFlushMemo()
+	f = db.newFlushMemo(nil)
 	record(f, 4096, 1000) // 16-byte keys: 2 MiB hold 2,063 rows
 	if n := len(f.rows); n != flushMemoMaxBytes/1016 || !f.full {
 		t.Fatalf("%d rows of 1,016 bytes recorded (full %v), want %d", n, f.full, flushMemoMaxBytes/1016)
+	}
+}
+
+// TestFlushMemoGet: a memo finds its keys whether they are asked for in
+// ascending order (its cursor's path), again, or backwards, misses the keys
+// between them, and stops recording at a key written out of order.
+func TestFlushMemoGet(t *testing.T) {
+	db := openCounterDB(t, t.TempDir(), clock.NewManual(epoch))
+	defer db.Close()
+	f := db.newFlushMemo(nil)
+	for i, k := range []string{"b", "d", "f"} {
+		f.want = []byte(k)
+		f.written(&format.Row{Key: []byte(k), Seq: uint64(i + 1), Value: []byte("v" + k)})
+	}
+	for _, c := range []struct {
+		key string
+		hit bool
+	}{
+		{"a", false}, {"b", true}, {"c", false}, {"d", true}, {"d", true}, {"b", true},
+		{"e", false}, {"f", true}, {"g", false}, {"a", false}, {"f", true},
+	} {
+		m, ok := f.get([]byte(c.key))
+		if ok != c.hit || ok && string(f.arena[m.off:m.off+m.n]) != "v"+c.key {
+			t.Fatalf("get(%s) = %q, %v; want hit %v", c.key, f.arena[m.off:m.off+m.n], ok, c.hit)
+		}
+	}
+	f.want = []byte("c")
+	f.written(&format.Row{Key: []byte("c"), Seq: 9, Value: []byte("vc")})
+	if !f.full || len(f.rows) != 3 {
+		t.Fatalf("a key written out of order: full %v, %d rows", f.full, len(f.rows))
 	}
 }
