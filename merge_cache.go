@@ -36,9 +36,12 @@ import (
 // with one load, before the read searches the memtable: while the position
 // is current no newer version of the key exists anywhere (every write since
 // the version went to the active memtable, and a version a read can see is
-// linked there), so the state is what the versions would resolve to. A state gets its position from the second read that finds it current
+// linked there), so the state is what the versions would resolve to. A
+// state gets its position from the second read that finds it current
 // (findMerged), so a counter that changes between reads pays no extra
-// search. A read first tests the key's bit in mayHold, a bitmap of the
+// search; one whose position goes stale (another key's row linked just
+// before its version) looks again, at most maxPositions times in a
+// memtable. A read first tests the key's bit in mayHold, a bitmap of the
 // hashes of keys remembered with a position, so that reads of other keys
 // pay a hash and one load, and nothing while no state has a position.
 
@@ -67,6 +70,7 @@ type mergeState struct {
 	value       []byte            // inline[:n] when it fits there, else its own copy
 	memLog      uint64            // LogNum of the memtable pos is in
 	pos         memtable.Position // of version seq, when remembered with one
+	tries       uint8             // positions looked for in memLog's memtable
 	key         []byte            // keyBuf[:n] when it fits there, else its own copy
 	inline      [8]byte
 	keyBuf      [24]byte
@@ -151,16 +155,26 @@ func (c *mergeCache) answer(m *memtable.Memtable, key []byte, seq uint64) *merge
 
 // position remembers s again, found current by a read whose active
 // memtable is m, with the position of its version in m if m holds that
-// version as its key's newest, and in any case with m's LogNum, so that
-// reads in m do not look again (findMerged).
+// version as its key's newest, and in any case with m's LogNum and the
+// number of positions looked for in m, so that reads in m do not look
+// again unless the position goes stale, and not after maxPositions looks
+// (rows of other keys linked again and again just before the version).
 func (c *mergeCache) position(m *memtable.Memtable, key []byte, s *mergeState) {
 	ns := newMergeState(s.seq, s.live, s.hasDeadline, s.deadline, s.value)
-	ns.memLog = m.LogNum()
-	if p, seq, ok := m.Newest(key); ok && seq == s.seq {
-		ns.pos = p
+	ns.memLog, ns.tries = m.LogNum(), 1
+	if s.memLog == ns.memLog {
+		ns.tries = min(s.tries, maxPositions) + 1
+	}
+	if ns.tries <= maxPositions {
+		if p, seq, ok := m.Newest(key); ok && seq == s.seq {
+			ns.pos = p
+		}
 	}
 	c.remember(key, ns)
 }
+
+// maxPositions bounds the positions a state looks for in one memtable.
+const maxPositions = 4
 
 // getHash is get of key, whose hash is h.
 func (c *mergeCache) getHash(h uint64, key []byte) *mergeState {
@@ -195,7 +209,7 @@ func (c *mergeCache) remember(key []byte, s *mergeState) {
 	defer sh.mu.Unlock()
 	old, had := sh.m[h]
 	if had && bytes.Equal(old.key, key) && (old.seq > s.seq || old.seq == s.seq &&
-		(old.memLog > s.memLog || old.memLog == s.memLog && s.pos.IsZero())) {
+		(old.memLog > s.memLog || old.memLog == s.memLog && old.tries >= s.tries)) {
 		return // as new, and as informed
 	}
 	if !s.pos.IsZero() {

@@ -305,3 +305,34 @@ func TestMergeCacheAnswerUnderWrites(t *testing.T) {
 	wantCounter(t, db, "c", 2*perWriter*3/4, time.Time{})
 	t.Logf("%d reads answered without a search", answered.Load())
 }
+
+// TestMergeCachePositionsBounded: a counter whose position goes stale again
+// and again (rows of new keys linked just before its version) is positioned
+// at most maxPositions times in one memtable and then read by the search,
+// exactly; a rotation starts the count again.
+func TestMergeCachePositionsBounded(t *testing.T) {
+	db := openCounterDB(t, t.TempDir(), clock.NewManual(epoch))
+	defer db.Close()
+	for range 3 {
+		addBlind(t, db, "m", 1, NoExpiry())
+	}
+	wantCounter(t, db, "m", 3, time.Time{})
+	for i := range maxPositions + 1 {
+		wantCounter(t, db, "m", 3, time.Time{})
+		if want := i < maxPositions; answers(t, db, "m") != want {
+			t.Fatalf("after %d stale positions: answered %v, want %v", i, !want, want)
+		}
+		put(t, db, fmt.Sprintf("l%02d", i), "x") // just before m: the position goes stale
+	}
+	wantCounter(t, db, "m", 3, time.Time{})
+	if answers(t, db, "m") {
+		t.Fatal("positioned again after maxPositions")
+	}
+	must(t, db.Flush())
+	addBlind(t, db, "m", 1, NoExpiry())
+	wantCounter(t, db, "m", 4, time.Time{})
+	wantCounter(t, db, "m", 4, time.Time{})
+	if !answers(t, db, "m") {
+		t.Fatal("not positioned in the next memtable")
+	}
+}
