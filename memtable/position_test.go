@@ -3,6 +3,7 @@ package memtable
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -56,7 +57,7 @@ func TestPositionConcurrent(t *testing.T) {
 	m := NewFiltered(1, nil, 8<<20)
 	defer m.Unref()
 	const rows = 20000
-	var published atomic.Uint64
+	var published, reads atomic.Uint64
 	var stop atomic.Bool
 	addRow(m, "k", 1)
 	published.Store(1)
@@ -72,11 +73,17 @@ func TestPositionConcurrent(t *testing.T) {
 				addRow(m, "k", seq)
 			}
 			published.Store(seq)
+			// Keep pace with the reader, so that its checks fall
+			// between the inserts however the two are scheduled.
+			for reads.Load() < seq/4 && !stop.Load() {
+				runtime.Gosched()
+			}
 		}
 	}()
 	var stale, current int
 	var bad error
 	for bad == nil && published.Load() < rows {
+		reads.Add(1)
 		p, seq, ok := m.Newest([]byte("k"))
 		if !ok {
 			bad = errors.New("Newest found no row of k")
