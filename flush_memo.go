@@ -47,7 +47,7 @@ type flushMemo struct {
 	rows  []memoRow // by ascending key
 	keys  []byte    // the rows' keys
 	arena []byte    // the rows' values
-	pos   int       // get's cursor: rows before it sort before the last key asked for
+	pos   int       // get's cursor: rows before it sort at or before the last key asked for
 	// want is the key whose state this flush looked up last: its first
 	// row written is recorded. last is the key of the last row written.
 	want, last []byte
