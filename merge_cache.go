@@ -45,7 +45,9 @@ import (
 // hashes of keys remembered with a position, so that reads of other keys
 // pay a hash and one load, and nothing while no state has a position.
 
-// mayHoldBits is the size of the bitmap of positioned keys (16 KiB).
+// mayHoldBits is the size of the bitmap of positioned keys: one bit per hash
+// slot, so a key of another hash tests a bit that is set only when a
+// positioned key shares its slot.
 const mayHoldBits = 1 << 17
 
 // mergeCacheMin is the shortest chain worth remembering.
@@ -143,7 +145,7 @@ func (c *mergeCache) answer(m *memtable.Memtable, key []byte, seq uint64) *merge
 		return nil
 	}
 	h := maphash.Bytes(c.seed, key)
-	if c.mayHold[h/64%(mayHoldBits/64)].Load()&(1<<(h%64)) == 0 {
+	if word, bit := c.mayHoldBit(h); word.Load()&bit == 0 {
 		return nil
 	}
 	s := c.getHash(h, key)
@@ -175,6 +177,11 @@ func (c *mergeCache) position(m *memtable.Memtable, key []byte, s *mergeState) {
 
 // maxPositions bounds the positions a state looks for in one memtable.
 const maxPositions = 4
+
+// mayHoldBit returns the word of mayHold and the bit in it of hash h.
+func (c *mergeCache) mayHoldBit(h uint64) (*atomic.Uint64, uint64) {
+	return &c.mayHold[h/64%(mayHoldBits/64)], 1 << (h % 64)
+}
 
 // getHash is get of key, whose hash is h.
 func (c *mergeCache) getHash(h uint64, key []byte) *mergeState {
@@ -213,7 +220,8 @@ func (c *mergeCache) remember(key []byte, s *mergeState) {
 		return // as new, and as informed
 	}
 	if !s.pos.IsZero() {
-		c.mayHold[h/64%(mayHoldBits/64)].Or(1 << (h % 64))
+		word, bit := c.mayHoldBit(h)
+		word.Or(bit)
 		c.positioned.Store(true)
 	}
 	if sh.m == nil {

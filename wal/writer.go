@@ -492,25 +492,13 @@ func (w *Writer) syncThrough(target int64) error {
 	}
 	if after != nil {
 		if err := after.Wait(); err != nil {
-			w.mu.Lock()
-			if w.err == nil {
-				w.err = fmt.Errorf("wal: an older segment's seal sync failed: %w", err)
-			}
-			err = w.err
-			w.mu.Unlock()
-			return err
+			return w.stick(fmt.Errorf("wal: an older segment's seal sync failed: %w", err))
 		}
 	}
 	if err := w.lw.Sync(); err != nil {
 		// After a failed fsync the kernel may have dropped the dirty pages;
 		// nothing written to this segment can be trusted to be durable.
-		w.mu.Lock()
-		if w.err == nil {
-			w.err = fmt.Errorf("wal: sync failed, segment is no longer writable: %w", err)
-		}
-		err = w.err
-		w.mu.Unlock()
-		return err
+		return w.stick(fmt.Errorf("wal: sync failed, segment is no longer writable: %w", err))
 	}
 	w.mu.Lock()
 	// Every byte before target was written before the sync began, so it is
@@ -565,4 +553,16 @@ func (w *Writer) Close() error {
 		err = cerr
 	}
 	return err
+}
+
+// stick makes err the writer's error unless it already has one, and returns
+// the error it has: every later call fails with the first failure. The
+// caller does not hold mu.
+func (w *Writer) stick(err error) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = err
+	}
+	return w.err
 }
