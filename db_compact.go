@@ -396,10 +396,13 @@ func (db *DB) runPick(ctx context.Context, j *compactionJob, now int64) (err err
 		DeadlineAbove: pins.src.fn(), Merger: db.merger(), Below: db.compactionBeneath(pins.below, p),
 	})
 	splitAt := db.opts.TargetFileSize
-	if p.Kind == compaction.KindL0Merge {
+	switch p.Kind {
+	case compaction.KindL0Merge:
 		splitAt = 0 // one table: a merge must take files off level 0
+	case compaction.KindL0Split:
+		splitAt = 0 // one table per slice: cut at p.Cuts only
 	}
-	outs, err := db.writeTables(ci, splitAt, nil)
+	outs, err := db.writeTables(ci, splitAt, p.Cuts, nil)
 	if err != nil {
 		return err
 	}

@@ -1113,6 +1113,40 @@ func TestL0MergeMatchesReference(t *testing.T) {
 	r.sameTTLs()
 }
 
+// TestL0SliceMatchesReference: over a base level of many tables worth
+// more than two level-0 slices, level 0 is split into key-disjoint slices
+// (compaction.KindL0Split) that go down one at a time; reads stay those of
+// a database that never compacts, now and through a snapshot taken midway,
+// with the same mix of puts, deletes, TTLs, deadline changes and counter
+// operands as TestL0MergeMatchesReference.
+func TestL0SliceMatchesReference(t *testing.T) {
+	r := newL0MergeRig(t, 8000, func(o *Options) {
+		o.LBaseMaxBytes = 1 << 20   // slices of 256 KiB of base tables
+		o.TargetFileSize = 64 << 10 // a base level of about 27 tables
+	})
+	r.load()
+	if err := r.db.Compact(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	var snap, refSnap *Snapshot
+	for gen := 1; gen <= 24; gen++ {
+		r.round(gen, 300)
+		if err := r.db.WaitForCompactions(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if gen == 12 {
+			snap, refSnap = r.snapshots()
+		}
+	}
+	m := r.db.Metrics()
+	if m.CompactionsByKind["l0split"] == 0 || m.CompactionsByKind["l0"] < 2*m.CompactionsByKind["l0split"] {
+		t.Fatalf("compactions by kind %v: want level-0 splits, each followed by its slices going down", m.CompactionsByKind)
+	}
+	r.same("now", r.db, r.ref)
+	r.same("snapshot", snap, refSnap)
+	r.sameTTLs()
+}
+
 // TestL0MergeWhileL0GoesDown: while level 0 is being compacted into the
 // base level (held in its CompactionBegin), the newer flushes merge among
 // themselves once ShortLivedL0Limit of them (10) have gathered, and once

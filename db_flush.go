@@ -224,7 +224,7 @@ func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool, deadlineAbove func
 	if next != nil && below != nil {
 		written = next.written
 	}
-	tables, err := db.writeTables(ci, 0, written)
+	tables, err := db.writeTables(ci, 0, nil, written)
 	if err != nil || len(tables) == 0 {
 		return nil, err
 	}
@@ -242,9 +242,11 @@ func (db *DB) compactionConfig(bottom bool) compaction.Config {
 
 // writeTables writes the rows of ci to new tables. With splitAt > 0 a table
 // is closed once it reaches splitAt bytes, but never between two versions of
-// one user key. written (nil: none) sees each row once it is added. The
+// one user key. A table is also closed before the first row whose user key
+// reaches the next of cuts (ascending user keys; nil: none), so that no table
+// spans a cut. written (nil: none) sees each row once it is added. The
 // tables are durable when writeTables returns.
-func (db *DB) writeTables(ci *compaction.Iterator, splitAt int64, written func(*format.Row)) ([]*tableFile, error) {
+func (db *DB) writeTables(ci *compaction.Iterator, splitAt int64, cuts [][]byte, written func(*format.Row)) ([]*tableFile, error) {
 	var (
 		out     []*tableFile
 		w       *sstable.Writer
@@ -282,7 +284,11 @@ func (db *DB) writeTables(ci *compaction.Iterator, splitAt int64, written func(*
 	}
 	for ci.Next() {
 		r := ci.Row()
-		if w != nil && splitAt > 0 && int64(w.EstimatedSize()) >= splitAt && !bytes.Equal(r.Key, lastKey) {
+		cut := false
+		for len(cuts) > 0 && bytes.Compare(r.Key, cuts[0]) >= 0 {
+			cuts, cut = cuts[1:], true
+		}
+		if w != nil && (cut || splitAt > 0 && int64(w.EstimatedSize()) >= splitAt && !bytes.Equal(r.Key, lastKey)) {
 			if err := finish(); err != nil {
 				return fail(err)
 			}

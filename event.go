@@ -40,8 +40,8 @@ type FlushInfo struct {
 
 // CompactionInfo describes a compaction.
 type CompactionInfo struct {
-	// Kind is why it ran: "l0", "l0merge", "level", "drop", "move",
-	// "expired", "periodic", "manual" or "shadowed" (the kinds of
+	// Kind is why it ran: "l0", "l0merge", "l0split", "level", "drop",
+	// "move", "expired", "periodic", "manual" or "shadowed" (the kinds of
 	// Metrics.CompactionsByKind, plus drops and moves).
 	Kind        string
 	OutputLevel int

@@ -119,7 +119,7 @@ type Metrics struct {
 	Flushes, FlushBytes uint64
 	// Compactions counts compactions that rewrote data, and
 	// CompactionsByKind splits them by reason ("l0", "level", "expired",
-	// "periodic", "manual", "shadowed", "l0merge").
+	// "periodic", "manual", "shadowed", "l0merge", "l0split").
 	Compactions       uint64
 	CompactionsByKind map[string]uint64
 	// TrivialMoves counts tables moved down a level without a rewrite.

@@ -64,6 +64,9 @@ func pickL0(v *Levels, o *PickerOptions, env *Env, merge bool) *Pick {
 	if len(v[0]) == 0 {
 		return nil
 	}
+	if sl := l0Slices(v[0]); len(sl) >= 2 && sliceWorthIt(v, o) {
+		return pickL0Slice(v, o, sl, env, merge)
+	}
 	for i, t := range v[0] {
 		// Newer L0 tables must not pass older ones still being compacted;
 		// they may merge among themselves meanwhile.
@@ -85,6 +88,9 @@ func pickL0(v *Levels, o *PickerOptions, env *Env, merge bool) *Pick {
 		if m := pickL0Merge(v, o, v[0], env); m != nil {
 			return m
 		}
+	}
+	if cuts := sliceCuts(over, o); cuts != nil {
+		return finish(v, &Pick{Kind: KindL0Split, Inputs: p.Inputs, OutputLevel: 0, Cuts: cuts}, env)
 	}
 	if anyCompacting(over) {
 		return nil
@@ -339,7 +345,7 @@ func pickExpired(v *Levels, o *PickerOptions, env *Env) *Pick {
 	switch {
 	case bestLevel == 0:
 		p := pickL0(v, o, env, false)
-		if p != nil {
+		if p != nil && p.Kind != KindL0Split { // a split stays one: its output is level 0's slices
 			p.Kind = KindExpired
 		}
 		return p

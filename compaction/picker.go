@@ -69,12 +69,13 @@ const (
 	KindManual               // Compact or ReclaimExpired
 	KindShadowed             // level 0 holds rows superseded by newer ones
 	KindL0Merge              // level 0's newest tables into one level-0 table
+	KindL0Split              // all of level 0 into key-disjoint level-0 slices
 )
 
 // NumKinds is the number of kinds.
-const NumKinds = int(KindL0Merge) + 1
+const NumKinds = int(KindL0Split) + 1
 
-var kindNames = [NumKinds]string{"l0", "level", "drop", "move", "expired", "periodic", "manual", "shadowed", "l0merge"}
+var kindNames = [NumKinds]string{"l0", "level", "drop", "move", "expired", "periodic", "manual", "shadowed", "l0merge", "l0split"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -100,6 +101,11 @@ type Pick struct {
 	Score  float64
 	// Lo and Hi bound the user keys of the inputs.
 	Lo, Hi []byte
+	// Cuts are the user keys, ascending, at which a KindL0Split's output
+	// is cut: each output table ends before the first row whose user key
+	// reaches the next cut, so the outputs are key-disjoint. Nil for
+	// every other kind.
+	Cuts [][]byte
 }
 
 // Tables returns every input table.
@@ -197,6 +203,9 @@ func Scores(v *Levels, o *PickerOptions, now int64) [NumLevels]float64 {
 		float64(c.Files)/float64(ShortLivedL0Limit(o)*c.Scale(o, now)))
 	if o.LBaseMaxBytes > 0 {
 		s[0] = max(s[0], float64(l0Bytes)/float64(o.LBaseMaxBytes))
+	}
+	if slicesWaiting(v, o) {
+		s[0] = max(s[0], 1) // a split level 0 keeps going down
 	}
 	for l := 1; l < Bottom; l++ {
 		if targets[l] == 0 {

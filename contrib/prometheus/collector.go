@@ -26,7 +26,7 @@ import (
 // (Metrics.CompactionsByKind). They are always exported, at zero until the
 // first compaction of that kind, so that rate() and absent() behave; any
 // other kind the engine reports is exported too.
-var compactionKinds = []string{"l0", "l0merge", "level", "expired", "periodic", "manual", "shadowed"}
+var compactionKinds = []string{"l0", "l0merge", "l0split", "level", "expired", "periodic", "manual", "shadowed"}
 
 // scalar is a metric with no labels read from one Metrics field.
 type scalar struct {
@@ -191,7 +191,7 @@ func NewCollector(db *mayfly.DB, namespace string) prometheus.Collector {
 		func(l *mayfly.LevelMetrics) float64 { return float64(l.ExpiredBytes) })
 
 	c.compactions = prometheus.NewDesc(name("compactions_total"),
-		"Compactions that rewrote data, by the reason they were picked (l0: level 0 into the base level; l0merge: level-0 tables merged among themselves; level: level over its size target; expired: enough expired bytes; periodic: expired or deleted data older than the periodic interval; manual: Compact or ReclaimExpired; shadowed: level-0 rows superseded by newer counter rows).",
+		"Compactions that rewrote data, by the reason they were picked (l0: level 0 into the base level; l0merge: level-0 tables merged among themselves; l0split: level 0 split into key-disjoint slices; level: level over its size target; expired: enough expired bytes; periodic: expired or deleted data older than the periodic interval; manual: Compact or ReclaimExpired; shadowed: level-0 rows superseded by newer counter rows).",
 		[]string{"kind"}, nil)
 	c.storageRequests = prometheus.NewDesc(name("storage_requests_total"),
 		"Requests sent to the storage backend (object stores only; every attempt, retries included), by operation.",

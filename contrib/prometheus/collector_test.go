@@ -24,7 +24,7 @@ const (
 	scalarMetrics = 43
 	levelMetrics  = 8
 	numLevels     = 7
-	numKinds      = 7  // l0, l0merge, level, expired, periodic, manual, shadowed
+	numKinds      = 8  // l0, l0merge, l0split, level, expired, periodic, manual, shadowed
 	numMemory     = 11 // memory_bytes components
 )
 
@@ -234,11 +234,12 @@ func TestCollector(t *testing.T) {
 
 	// The exact exposition of a few metrics, help text and type included.
 	expected := `
-# HELP mayfly_compactions_total Compactions that rewrote data, by the reason they were picked (l0: level 0 into the base level; l0merge: level-0 tables merged among themselves; level: level over its size target; expired: enough expired bytes; periodic: expired or deleted data older than the periodic interval; manual: Compact or ReclaimExpired; shadowed: level-0 rows superseded by newer counter rows).
+# HELP mayfly_compactions_total Compactions that rewrote data, by the reason they were picked (l0: level 0 into the base level; l0merge: level-0 tables merged among themselves; l0split: level 0 split into key-disjoint slices; level: level over its size target; expired: enough expired bytes; periodic: expired or deleted data older than the periodic interval; manual: Compact or ReclaimExpired; shadowed: level-0 rows superseded by newer counter rows).
 # TYPE mayfly_compactions_total counter
 mayfly_compactions_total{kind="expired"} 0
 mayfly_compactions_total{kind="l0"} 0
 mayfly_compactions_total{kind="l0merge"} 0
+mayfly_compactions_total{kind="l0split"} 0
 mayfly_compactions_total{kind="level"} 0
 mayfly_compactions_total{kind="manual"} 1
 mayfly_compactions_total{kind="periodic"} 0
