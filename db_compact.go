@@ -283,7 +283,12 @@ func (db *DB) pickerOptsValue() compaction.PickerOptions {
 func (db *DB) l0StallFiles() (files int, clockBound bool, now int64) {
 	o := db.pickerOptsValue()
 	var c compaction.L0Census
-	for _, t := range db.current.levels[0] {
+	l0 := db.current.levels[0]
+	// A run of slices counts as one file: a read probes one of them.
+	if n := compaction.SliceRun(l0, func(t *tableFile) *manifest.FileMeta { return t.Meta }); n >= 2 {
+		l0 = l0[:len(l0)-n+1]
+	}
+	for _, t := range l0 {
 		c.Add(t.Meta, &o)
 	}
 	if c.ShortLived == 0 {

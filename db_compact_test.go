@@ -1203,3 +1203,39 @@ func TestL0MergeWhileL0GoesDown(t *testing.T) {
 	r.same("now", r.db, r.ref)
 	r.sameTTLs()
 }
+
+// TestL0StallFilesCountsSlicesOnce: for the write stalls, the oldest run of
+// pairwise key-disjoint level-0 tables (compaction.SliceRun) counts as one
+// file, as a read probes one of them; a table overlapping them counts on
+// its own.
+func TestL0StallFilesCountsSlicesOnce(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), clock.NewManual(epoch), func(o *Options) { o.L0CompactionThreshold = 100 })
+	defer db.Close()
+	flush := func(keys ...string) {
+		for _, k := range keys {
+			if err := db.Put([]byte(k), []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stallFiles := func() (files, l0 int) {
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		files, _, _ = db.l0StallFiles()
+		return files, len(db.current.levels[0])
+	}
+	flush("a", "b")
+	flush("c", "d")
+	flush("e", "f")
+	if files, l0 := stallFiles(); files != 1 || l0 != 3 {
+		t.Fatalf("three key-disjoint tables count as %d files (level 0 holds %d), want 1", files, l0)
+	}
+	flush("a", "f")
+	flush("b", "e")
+	if files, l0 := stallFiles(); files != 3 || l0 != 5 {
+		t.Fatalf("two overlapping tables over three disjoint ones count as %d files (level 0 holds %d), want 3", files, l0)
+	}
+}

@@ -310,7 +310,10 @@ type Options struct {
 	// MemtableSize below 16 MiB (the default 6 MiB), 8 from 16 MiB up.
 	// With a MemtableSize below 64 MiB, short-lived TTL tables (RFC 0004)
 	// count as a fraction of a file here and in L0StopWritesThreshold while
-	// they are forecast to be dropped whole (compaction.L0Census.StallFiles).
+	// they are forecast to be dropped whole (compaction.L0Census.StallFiles),
+	// and level 0's oldest run of key-disjoint tables (the slices of RFC
+	// 0004, "Level-0 slices") counts as one file, as a read probes one of
+	// them.
 	L0SlowdownWritesThreshold int
 	// L0StopWritesThreshold is the number of level-0 files at which writes
 	// stall until compaction catches up; it bounds level 0's read

@@ -1,5 +1,7 @@
 package compaction
 
+import "github.com/mayflydb/mayfly/manifest"
+
 // Level-0 slices (RFC 0004, "Level-0 slices"). A level-0 compaction into
 // the base level rewrites every base table level 0 overlaps, and flushes of
 // random keys overlap them all: with the whole database in the base level,
@@ -61,15 +63,32 @@ func sliceWorthIt(v *Levels, o *PickerOptions) bool {
 // leaves them. Flushes of random keys each span the key space, so without
 // a split the run is the oldest table alone.
 func l0Slices(l0 []*Table) []*Table {
+	return l0[len(l0)-SliceRun(l0, func(t *Table) *manifest.FileMeta { return t.Meta }):]
+}
+
+// SliceRun is the length of l0Slices for a level 0 of any element type
+// (newest first; meta gives each table's metadata). A run of slices is one
+// sublevel: a key is in one slice at most, so a read probes one of them,
+// and the engine's write stalls count the run as one file. Scores counts
+// every file: key-disjoint flushes of sequential keys must still trigger
+// their moves.
+func SliceRun[T any](l0 []T, meta func(T) *manifest.FileMeta) int {
 	start := len(l0)
 	for start > 0 {
-		t := l0[start-1]
-		if anyOverlap(l0[start:], t.Meta.SmallestUserKey(), t.Meta.LargestUserKey()) {
+		lo, hi := meta(l0[start-1]).SmallestUserKey(), meta(l0[start-1]).LargestUserKey()
+		overlaps := false
+		for _, u := range l0[start:] {
+			if meta(u).Overlaps(lo, hi) {
+				overlaps = true
+				break
+			}
+		}
+		if overlaps {
 			break
 		}
 		start--
 	}
-	return l0[start:]
+	return len(l0) - start
 }
 
 // slicesWaiting reports whether level 0 holds slices that go down one at a
