@@ -84,7 +84,9 @@ func TestPickL0Slices(t *testing.T) {
 	compacting := func(t *Table) *Table { t.Compacting = true; return t }
 	flush := func(num uint64) *Table { return sizedTable(num, "a", "z", 100*k, now) }
 	// Slices 2 ("a".."d") and 3 ("e".."z"), 3 the older.
-	sl := func() []*Table { return []*Table{sizedTable(2, "a", "d", 100*k, now), sizedTable(3, "e", "z", 100*k, now)} }
+	sl := func() []*Table {
+		return []*Table{sizedTable(2, "a", "d", 100*k, now), sizedTable(3, "e", "z", 100*k, now)}
+	}
 	base := func() []*Table { return baseTables(300*k, "ab", "cd", "ef", "gh") }
 	cases := []struct {
 		name   string
@@ -100,7 +102,7 @@ func TestPickL0Slices(t *testing.T) {
 			l0: func() []*Table { s := sl(); compacting(s[1]); return append([]*Table{flush(9)}, s...) }, base: base,
 			kind: KindL0, inputs: [][]uint64{{2}, {100, 101}}},
 		{name: "a slice whose base tables are busy waits; another goes",
-			l0: func() []*Table { return append([]*Table{flush(9)}, sl()...) },
+			l0:   func() []*Table { return append([]*Table{flush(9)}, sl()...) },
 			base: func() []*Table { b := base(); compacting(b[3]); return b },
 			kind: KindL0, inputs: [][]uint64{{2}, {100, 101}}},
 		{name: "a slice over no base table moves",
