@@ -57,9 +57,11 @@ func PickAuto(v *Levels, o *PickerOptions, env *Env) *Pick {
 // pickL0 moves the level-0 tables that can go down without a rewrite
 // (pickL0Move) or, when there are none, compacts every level-0 table into
 // the base level; with merge, a merge within level 0 (pickL0Merge) comes
-// before the latter. The expired-bytes and superseded-rows picks pass
-// merge false: they compact level 0 to drop or fold rows against the
-// base level.
+// before the latter. A level 0 that would rewrite more than two slices'
+// worth of the base level is split into slices instead, and its slices
+// then go down one at a time (slice.go). The expired-bytes and
+// superseded-rows picks pass merge false: they compact level 0 to drop or
+// fold rows against the base level.
 func pickL0(v *Levels, o *PickerOptions, env *Env, merge bool) *Pick {
 	if len(v[0]) == 0 {
 		return nil
