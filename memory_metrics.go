@@ -29,7 +29,8 @@ type MemoryMetrics struct {
 	// BlockCacheMapped is the slabs and large buffers block cache
 	// allocators have mapped (cached blocks and blocks read through the
 	// cache); BlockCacheInUse the part handed out to blocks, by size class.
-	// The difference is free blocks in mapped slabs.
+	// The difference is free blocks in mapped slabs; a class's one empty
+	// slab is mapped but, past its first 64 KiB, not resident.
 	BlockCacheMapped, BlockCacheInUse int64
 	// TableIndexes is the point indexes of open SSTable readers; indexes
 	// of small tables (under 4 KiB) stay on the Go heap and are not counted.

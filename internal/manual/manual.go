@@ -63,3 +63,11 @@ func FreeFor(p Purpose, b []byte) {
 func Allocated() (bytes, count int64) {
 	return allocated.Load(), buffers.Load()
 }
+
+// Discard takes the pages of b, a part of a buffer from New that starts on
+// a page boundary, out of resident memory while the buffer stays handed out
+// and usable: where New maps memory, b's bytes read as zeros afterwards and
+// its pages come back as they are next written; elsewhere nothing happens.
+// The last page is dropped whole, so b should end at the buffer's end or on
+// a page boundary.
+func Discard(b []byte) { discard(b) }

@@ -5,3 +5,5 @@ package manual
 func alloc(n int) []byte { return make([]byte, n) }
 
 func free([]byte) {}
+
+func discard([]byte) {}

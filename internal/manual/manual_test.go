@@ -1,6 +1,9 @@
 package manual
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+)
 
 func TestNewFree(t *testing.T) {
 	b0, n0 := Allocated()
@@ -68,5 +71,38 @@ func TestPurposeCounters(t *testing.T) {
 	}
 	if PurposeReadAhead.String() != "read_ahead" || NumPurposes.String() != "unknown" {
 		t.Fatalf("names: %q %q", PurposeReadAhead, NumPurposes)
+	}
+}
+
+// TestDiscard: a discarded buffer stays handed out (the counters do not
+// change) and stays usable; on Linux its pages are given back, so its bytes
+// read as zeros.
+func TestDiscard(t *testing.T) {
+	b := New(64 << 10)
+	defer Free(b)
+	for i := range b {
+		b[i] = 0xAB
+	}
+	before, n := Allocated()
+	Discard(b[16<<10 : 32<<10])
+	if after, m := Allocated(); after != before || m != n {
+		t.Fatalf("Allocated after Discard = %d bytes, %d buffers, want %d, %d", after, m, before, n)
+	}
+	b[20<<10] = 1 // still writable
+	if runtime.GOOS != "linux" {
+		return
+	}
+	for i := 16 << 10; i < 32<<10; i++ {
+		if want := byte(0); i == 20<<10 {
+			want = 1
+			if b[i] != want {
+				t.Fatalf("byte %d = %#x after the write, want %#x", i, b[i], want)
+			}
+		} else if b[i] != want {
+			t.Fatalf("discarded byte %d = %#x, want 0", i, b[i])
+		}
+	}
+	if b[16<<10-1] != 0xAB || b[32<<10] != 0xAB {
+		t.Fatal("Discard changed bytes outside the range it was given")
 	}
 }

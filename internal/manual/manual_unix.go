@@ -20,3 +20,9 @@ func free(b []byte) {
 		panic(fmt.Sprintf("manual: munmap of %d bytes: %v", len(b), err))
 	}
 }
+
+// discard tells the kernel the pages of b are not needed: they stop being
+// resident and read as zeros when next touched.
+func discard(b []byte) {
+	_ = syscall.Madvise(b, syscall.MADV_DONTNEED)
+}

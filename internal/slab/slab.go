@@ -24,7 +24,8 @@
 // class allocates from its slabs with free blocks; a slab whose last block is
 // freed is unmapped unless it is the class's only empty slab (kept so that a
 // class oscillating around a slab boundary does not map and unmap on every
-// miss). Close unmaps the empty slabs and makes every later emptied slab be
+// miss). A kept slab's pages past its first keptResident bytes are given
+// back to the kernel (madvise), so that it is mapped but not resident. Close unmaps the empty slabs and makes every later emptied slab be
 // unmapped at once, so memory of an Allocator whose buffers were all freed
 // is all returned.
 //
@@ -232,6 +233,30 @@ func (a *Allocator) Alloc(n int) Buf {
 	return Buf{B: s.mem[off : off+n : off+size], s: s, i: i}
 }
 
+// keptResident is how much of a class's kept empty slab stays resident:
+// the blocks past it are given back to the kernel (slab.discard), so a
+// class that once filled a slab does not hold its pages with no buffer in
+// them, while a class whose live count oscillates around a slab boundary
+// reuses the resident blocks at its start without a system call.
+const keptResident = 64 << 10
+
+// discard gives the pages of the empty slab s past keptResident back to the
+// kernel and makes its blocks be handed out from the start again, the
+// resident ones within keptResident first. The slab stays mapped. The
+// caller holds the Allocator's mu.
+func (s *slab) discard() {
+	size := classSizes[s.class]
+	keep := int32(keptResident / size) // blocks wholly within keptResident
+	if s.next <= keep {
+		return // every block handed out so far lies within keptResident
+	}
+	from := (int(keep)*size + pageSize - 1) / pageSize * pageSize
+	if end := int(s.next) * size; end > from {
+		manual.Discard(s.mem[from:end])
+	}
+	s.next, s.free = 0, s.free[:0]
+}
+
 // remove takes s out of c's partial list.
 func (c *class) remove(s *slab) {
 	last := len(c.partial) - 1
@@ -277,6 +302,8 @@ func (a *Allocator) Free(b Buf) {
 		c.empty++
 		if a.closed || c.empty > 1 {
 			a.release(c, s)
+		} else {
+			s.discard()
 		}
 	}
 }

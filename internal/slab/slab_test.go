@@ -2,8 +2,10 @@ package slab
 
 import (
 	"bytes"
+	"runtime"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/mayflydb/mayfly/internal/manual"
 )
@@ -201,4 +203,54 @@ func fill(b []byte, v byte) {
 
 func all(b []byte, v byte) bool {
 	return bytes.Count(b, []byte{v}) == len(b)
+}
+
+// TestKeptSlabDiscarded: the empty slab a class keeps mapped gives its
+// pages past keptResident back to the kernel (they read as zeros when
+// next handed out, on Linux), so that memory no buffer uses is not
+// resident; refilling it needs no new mapping.
+func TestKeptSlabDiscarded(t *testing.T) {
+	a := New()
+	defer a.Close()
+	const n = 4096
+	var bufs []Buf
+	for range SlabSize / n {
+		b := a.Alloc(n)
+		for i := range b.B {
+			b.B[i] = 0xAB
+		}
+		bufs = append(bufs, b)
+	}
+	for _, b := range bufs {
+		a.Free(b)
+	}
+	if st := a.Stats(); st.Slabs != 1 || st.SlabMaps != 1 {
+		t.Fatalf("after freeing every block: %+v, want the one slab kept", st)
+	}
+	bufs = bufs[:0]
+	for range SlabSize / n {
+		bufs = append(bufs, a.Alloc(n))
+	}
+	defer func() {
+		for _, b := range bufs {
+			a.Free(b)
+		}
+	}()
+	if st := a.Stats(); st.SlabMaps != 1 {
+		t.Fatalf("refilling the kept slab mapped a new one: %+v", st)
+	}
+	if runtime.GOOS != "linux" {
+		return // elsewhere the pages may keep their bytes
+	}
+	for _, b := range bufs {
+		off := uintptr(unsafe.Pointer(&b.B[0])) - uintptr(unsafe.Pointer(&bufs[0].B[0]))
+		if off < keptResident {
+			continue // kept resident, bytes as they were
+		}
+		for i, c := range b.B {
+			if c != 0 {
+				t.Fatalf("byte %d of the block at offset %d is %#x, want 0 (pages past keptResident not given back)", i, off, c)
+			}
+		}
+	}
 }
