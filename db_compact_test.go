@@ -1121,7 +1121,7 @@ func TestL0MergeMatchesReference(t *testing.T) {
 // operands as TestL0MergeMatchesReference.
 func TestL0SliceMatchesReference(t *testing.T) {
 	r := newL0MergeRig(t, 8000, func(o *Options) {
-		o.LBaseMaxBytes = 1 << 20   // slices of 256 KiB of base tables
+		o.LBaseMaxBytes = 1 << 20   // slices of 128 KiB of base tables
 		o.TargetFileSize = 64 << 10 // a base level of about 27 tables
 	})
 	r.load()

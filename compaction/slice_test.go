@@ -17,15 +17,15 @@ func baseTables(size uint64, bounds ...string) []*Table {
 }
 
 func TestSliceCuts(t *testing.T) {
-	o := testPickerOpts // LBaseMaxBytes 1 MiB: slices of 256 KiB
+	o := testPickerOpts // LBaseMaxBytes 1 MiB: slices of 128 KiB
 	const k = 1 << 10
 	cases := []struct {
 		name string
 		over []*Table
 		want []string
 	}{
-		{"at most two slices' worth: no split", baseTables(128*k, "ab", "cd", "ef", "gh"), nil},
-		{"a cut where a group reaches a slice", baseTables(128*k, "ab", "cd", "ef", "gh", "ij", "kl"), []string{"e", "i"}},
+		{"at most two slices' worth: no split", baseTables(64*k, "ab", "cd", "ef", "gh"), nil},
+		{"a cut where a group reaches a slice", baseTables(64*k, "ab", "cd", "ef", "gh", "ij", "kl"), []string{"e", "i"}},
 		{"a last group under half a slice joins the one before",
 			append(baseTables(300*k, "ab", "cd"), sizedTable(102, "e", "f", 50*k, 0)), []string{"c"}},
 		{"one table larger than a slice is a group of its own", baseTables(600*k, "ab", "cd"), []string{"c"}},
@@ -67,7 +67,7 @@ func TestPickL0Split(t *testing.T) {
 	// The expired-bytes pick of level 0 splits it the same way.
 	expiring := ttlTable(6, "a", "z", 10, 9, now-500, now+500)
 	pickKind(t, &o, now, []*Table{expiring}, baseTables(300*k, "ab", "cd", "ef", "gh"), KindL0Split)
-	p = pickKind(t, &o, now, l0(), baseTables(200*k, "ab", "cd"), KindL0)
+	p = pickKind(t, &o, now, l0(), baseTables(100*k, "ab", "cd"), KindL0)
 	if len(p.Inputs) != 2 || len(p.Inputs[0].Tables) != 4 || len(p.Inputs[1].Tables) != 2 {
 		t.Fatalf("picked %v, want all of level 0 with both base tables", tableNums(p.Tables()))
 	}
