@@ -1021,6 +1021,36 @@ func (r *l0MergeRig) round(gen, n int) {
 }
 
 // snapshots opens a snapshot of each.
+// loadAndChurn loads every key, compacts it into the base level, then runs
+// gens rounds of n operations, waiting for the compactions after each, and
+// returns snapshots of both databases taken after the middle round.
+func (r *l0MergeRig) loadAndChurn(gens, n int) (snap, refSnap *Snapshot) {
+	r.t.Helper()
+	r.load()
+	if err := r.db.Compact(context.Background(), nil, nil); err != nil {
+		r.t.Fatal(err)
+	}
+	for gen := 1; gen <= gens; gen++ {
+		r.round(gen, n)
+		if err := r.db.WaitForCompactions(context.Background()); err != nil {
+			r.t.Fatal(err)
+		}
+		if gen == gens/2 {
+			snap, refSnap = r.snapshots()
+		}
+	}
+	return snap, refSnap
+}
+
+// sameAll fails unless the database reads as the reference does, now and
+// through the snapshots, TTLs included.
+func (r *l0MergeRig) sameAll(snap, refSnap *Snapshot) {
+	r.t.Helper()
+	r.same("now", r.db, r.ref)
+	r.same("snapshot", snap, refSnap)
+	r.sameTTLs()
+}
+
 func (r *l0MergeRig) snapshots() (*Snapshot, *Snapshot) {
 	r.t.Helper()
 	snap, err := r.db.NewSnapshot()
@@ -1091,26 +1121,11 @@ func (r *l0MergeRig) sameTTLs() {
 // compaction run: merges while level 0 is small, then into the base level.
 func TestL0MergeMatchesReference(t *testing.T) {
 	r := newL0MergeRig(t, 8000, nil)
-	r.load()
-	if err := r.db.Compact(context.Background(), nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	var snap, refSnap *Snapshot
-	for gen := 1; gen <= 16; gen++ {
-		r.round(gen, 150)
-		if err := r.db.WaitForCompactions(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if gen == 8 {
-			snap, refSnap = r.snapshots()
-		}
-	}
+	snap, refSnap := r.loadAndChurn(16, 150)
 	if m := r.db.Metrics(); m.CompactionsByKind["l0merge"] == 0 || m.CompactionsByKind["l0"] == 0 {
 		t.Fatalf("compactions by kind %v: want level-0 merges and level-0 compactions into the base level", m.CompactionsByKind)
 	}
-	r.same("now", r.db, r.ref)
-	r.same("snapshot", snap, refSnap)
-	r.sameTTLs()
+	r.sameAll(snap, refSnap)
 }
 
 // TestL0SliceMatchesReference: over a base level of many tables worth
@@ -1121,30 +1136,15 @@ func TestL0MergeMatchesReference(t *testing.T) {
 // operands as TestL0MergeMatchesReference.
 func TestL0SliceMatchesReference(t *testing.T) {
 	r := newL0MergeRig(t, 8000, func(o *Options) {
-		o.LBaseMaxBytes = 1 << 20   // slices of 128 KiB of base tables
-		o.TargetFileSize = 64 << 10 // a base level of about 27 tables
+		o.LBaseMaxBytes = 1 << 20   // slices of an eighth of it
+		o.TargetFileSize = 64 << 10 // a base level of many small tables to cut at
 	})
-	r.load()
-	if err := r.db.Compact(context.Background(), nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	var snap, refSnap *Snapshot
-	for gen := 1; gen <= 24; gen++ {
-		r.round(gen, 300)
-		if err := r.db.WaitForCompactions(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if gen == 12 {
-			snap, refSnap = r.snapshots()
-		}
-	}
+	snap, refSnap := r.loadAndChurn(24, 300)
 	m := r.db.Metrics()
 	if m.CompactionsByKind["l0split"] == 0 || m.CompactionsByKind["l0"] < 2*m.CompactionsByKind["l0split"] {
 		t.Fatalf("compactions by kind %v: want level-0 splits, each followed by its slices going down", m.CompactionsByKind)
 	}
-	r.same("now", r.db, r.ref)
-	r.same("snapshot", snap, refSnap)
-	r.sameTTLs()
+	r.sameAll(snap, refSnap)
 }
 
 // TestL0MergeWhileL0GoesDown: while level 0 is being compacted into the

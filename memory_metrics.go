@@ -30,7 +30,8 @@ type MemoryMetrics struct {
 	// allocators have mapped (cached blocks and blocks read through the
 	// cache); BlockCacheInUse the part handed out to blocks, by size class.
 	// The difference is free blocks in mapped slabs; a class's one empty
-	// slab is mapped but, past its first 64 KiB, not resident.
+	// slab stays mapped, but only its start stays resident (slab package
+	// documentation).
 	BlockCacheMapped, BlockCacheInUse int64
 	// TableIndexes is the point indexes of open SSTable readers; indexes
 	// of small tables (under 4 KiB) stay on the Go heap and are not counted.

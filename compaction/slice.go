@@ -13,10 +13,10 @@ import "github.com/mayflydb/mayfly/manifest"
 
 // L0SliceBytes is the base-level bytes one level-0 slice overlaps: a
 // level-0 compaction into the base level that would rewrite more than
-// twice this many is split first (sliceCuts). An eighth of LBaseMaxBytes
-// (8 MiB at the defaults, one default TargetFileSize), so that a base
-// level at its target goes down in eight slices, and a database of a few
-// tens of MB, whose base level is its bottom, is split too.
+// twice this many is split first (sliceCuts). An eighth of LBaseMaxBytes,
+// so that a base level at its target goes down in eight slices, and a
+// small database, whose base level is its bottom, is split too (RFC 0004,
+// "Level-0 slices", on the size).
 func L0SliceBytes(o *PickerOptions) int64 { return o.LBaseMaxBytes / 8 }
 
 // sliceCuts returns the user keys at which to cut level 0 into slices
