@@ -42,18 +42,32 @@ import (
 // inserts, so the hint serves keys written recently, which are the ones
 // read back soon.
 
-// hintSlots caps the slots of a memtable's hint (24 bytes each).
+// hintSlots caps the slots of a memtable's hint (16 bytes each, and
+// predEntriesPerSlot predecessor words per level: 48 bytes in all).
 const hintSlots = 1 << 13
 
 // hintSlot is one slot of the hint; seq is offered before ref is stored.
 type hintSlot struct {
-	seq  atomic.Uint64 // highest sequence number offered to this slot
-	ref  atomic.Uint64 // hintTag of the key and node reference of the row last stored (0: none)
-	pred atomic.Uint64 // hintTag of the key and its level-0 predecessor when last linked (0: none)
+	seq atomic.Uint64 // highest sequence number offered to this slot
+	ref atomic.Uint64 // hintTag of the key and node reference of the row last stored (0: none)
 }
 
-// predWalk is how many level-0 steps an insert takes from its key's
-// predecessor before it searches from the head instead.
+// The predecessor hint: for each of the lowest predLevels levels, a table
+// of tagged words, each a key's predecessor at that level when a row of
+// the key was last linked there. A table is set-associative: a key's hash
+// picks a bucket of predWays words, and a key's word is whichever of them
+// carries its tag. Storing overwrites the key's own word if the bucket has
+// one, else a word picked by a hash of the row's sequence number, so that
+// keys sharing a bucket keep up to predWays predecessors between them
+// instead of evicting each other on every insert.
+const (
+	predLevels         = 2 // levels with a predecessor table: nodes of height up to 2 skip the search
+	predWays           = 4 // words per bucket
+	predEntriesPerSlot = 2 // words per level per hint slot
+)
+
+// predWalk is how many steps an insert takes along a level from its key's
+// predecessor there before it searches from the head instead.
 const predWalk = 8
 
 // A slot's ref word holds the node reference (below 2^44: see makeRef and
@@ -78,6 +92,10 @@ func untag(w, kh uint64) uint64 {
 type newestHint struct {
 	slots []hintSlot // a power of two of them
 	mask  uint64
+	// preds[l] is level l's predecessor table: buckets of predWays
+	// words, a power of two of them, pmask+1.
+	preds [predLevels][]atomic.Uint64
+	pmask uint64
 }
 
 // makeNewestHint returns a hint for a memtable expected to grow to about
@@ -91,11 +109,23 @@ func makeNewestHint(expectedBytes int64) newestHint {
 	for n < hintSlots && int64(n)*8*filterRowBytes < expectedBytes {
 		n <<= 1
 	}
-	return newestHint{slots: make([]hintSlot, n), mask: uint64(n - 1)}
+	h := newestHint{slots: make([]hintSlot, n), mask: uint64(n - 1)}
+	buckets := max(n*predEntriesPerSlot/predWays, 1)
+	for l := range h.preds {
+		h.preds[l] = make([]atomic.Uint64, buckets*predWays)
+	}
+	h.pmask = uint64(buckets - 1)
+	return h
 }
 
-// bytes is the memory the hint's slots take.
-func (h *newestHint) bytes() int64 { return int64(len(h.slots)) * int64(unsafe.Sizeof(hintSlot{})) }
+// bytes is the memory the hint's slots and predecessor tables take.
+func (h *newestHint) bytes() int64 {
+	b := int64(len(h.slots)) * int64(unsafe.Sizeof(hintSlot{}))
+	for _, t := range h.preds {
+		b += int64(len(t)) * 8
+	}
+	return b
+}
 
 // slot returns the slot of the key with hash kh (the filter's hash: its
 // bits above the probes' pick the slot).
@@ -140,30 +170,69 @@ func (v *view) hinted(kh uint64, s *searchKey) uint64 {
 	return ref
 }
 
-// notePred records prev, the level-0 predecessor a row of the key with hash
-// kh was just linked after (the head: nothing to record).
-func (h *newestHint) notePred(kh, prev uint64) {
-	if h.slots != nil && prev != headRef {
-		h.slot(kh).pred.Store(hintTag(kh) | prev)
-	}
+// predBucket returns the bucket of level l's predecessor table that holds
+// the word of the key with hash kh, if it has one.
+func (h *newestHint) predBucket(kh uint64, l int) []atomic.Uint64 {
+	i := (kh >> 24 & h.pmask) * predWays
+	return h.preds[l][i : i+predWays]
 }
 
-// fromPred sets level 0 of sp from the predecessor the slot of the key with
-// hash kh names, if it sorts no later than s and s's place is at most
-// predWalk steps after it, and reports whether it did.
-func (v *view) fromPred(sp *splice, s *searchKey, kh uint64) bool {
-	h := &v.m.hint
-	if h.slots == nil {
+// notePred records prev, the level-l predecessor the row with sequence
+// number seq and key hash kh was just linked after (the head, or a level
+// without a table: nothing to record).
+func (h *newestHint) notePred(kh, seq, prev uint64, l int) {
+	if h.slots == nil || prev == headRef || l >= predLevels {
+		return
+	}
+	b, tag := h.predBucket(kh, l), hintTag(kh)
+	for i := range b {
+		if b[i].Load()&^(1<<hintTagShift-1) == tag {
+			b[i].Store(tag | prev)
+			return
+		}
+	}
+	// A key's predecessor is mostly the same node on every insert, so the
+	// word to evict is picked by a hash of the row's sequence number: two
+	// keys of a bucket never settle on evicting each other.
+	b[seq*0x9e3779b97f4a7c15>>62%predWays].Store(tag | prev)
+}
+
+// fromPreds sets the levels of sp below h, the height of the node to link,
+// from the predecessors the hint names for the key with hash kh, if it has
+// a table for each of those levels and, at each, the predecessor sorts no
+// later than s and s's place is at most predWalk steps after it; it
+// reports whether it did. A word whose tag matches names a node linked at
+// its level (only nodes linked there are recorded in its table), whatever
+// key it was recorded for, so any that sorts before s is a valid start.
+func (v *view) fromPreds(sp *splice, s *searchKey, h int, kh uint64) bool {
+	if v.m.hint.slots == nil || h > predLevels {
 		return false
 	}
-	x := untag(h.slot(kh).pred.Load(), kh)
+	for l := range h {
+		if !v.fromPred(sp, s, kh, l) {
+			return false
+		}
+	}
+	return true
+}
+
+// fromPred sets level l of sp from the hint's level-l predecessor of the
+// key with hash kh (see fromPreds) and reports whether it did.
+func (v *view) fromPred(sp *splice, s *searchKey, kh uint64, l int) bool {
+	var x uint64
+	b := v.m.hint.predBucket(kh, l)
+	for i := range b {
+		if x = untag(b[i].Load(), kh); x != 0 {
+			break
+		}
+	}
 	if x == 0 || v.cmp(v.node(x), s) > 0 {
 		return false
 	}
 	for range predWalk {
-		nx := v.node(x).next(0)
+		nx := v.node(x).next(l)
 		if nx == 0 || v.cmp(v.node(nx), s) > 0 {
-			sp.prev[0], sp.next[0] = x, nx
+			sp.prev[l], sp.next[l] = x, nx
 			return true
 		}
 		x = nx

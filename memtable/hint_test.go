@@ -285,17 +285,80 @@ func BenchmarkInsertHotKeys(b *testing.B) {
 	}
 }
 
-// TestHintSize: a slot per eight of the filter's rows, 24 bytes each, at
-// most hintSlots, as RFC 0011 states after "Predecessor hint"; the
-// default memtable size reaches the cap.
+// TestHintSize: a slot per eight of the filter's rows, at most hintSlots,
+// each 16 bytes and two predecessor words of 8 bytes at each of two levels
+// (48 bytes in all; a bucket of four words at least), as RFC 0011 states
+// after "Predecessor hint"; the default memtable size reaches the cap.
 func TestHintSize(t *testing.T) {
 	for _, c := range []struct {
-		expected int64
-		slots    int
-	}{{0, 0}, {1, 1}, {64 << 10, 128}, {1 << 20, 2048}, {6 << 20, 8192}, {64 << 20, 8192}} {
+		expected     int64
+		slots, bytes int
+	}{{0, 0, 0}, {1, 1, 16 + 2*4*8}, {64 << 10, 128, 128 * 48}, {1 << 20, 2048, 2048 * 48},
+		{6 << 20, 8192, 8192 * 48}, {64 << 20, 8192, 8192 * 48}} {
 		h := makeNewestHint(c.expected)
-		if len(h.slots) != c.slots || h.bytes() != int64(c.slots)*24 {
-			t.Errorf("hint for %d bytes: %d slots, %d bytes; want %d slots of 24 bytes", c.expected, len(h.slots), h.bytes(), c.slots)
+		if len(h.slots) != c.slots || h.bytes() != int64(c.bytes) {
+			t.Errorf("hint for %d bytes: %d slots, %d bytes; want %d slots, %d bytes", c.expected, len(h.slots), h.bytes(), c.slots, c.bytes)
 		}
+	}
+}
+
+// TestPredecessorHintPlacesRepeats: once rows of a key have been linked at
+// levels 0 and 1, the predecessor tables place its next row of height 1 or
+// 2 exactly where the search from the head would, and not one of height 3;
+// and, in a hint whose only bucket every key shares, four keys written in
+// turn each keep their own word.
+func TestPredecessorHintPlacesRepeats(t *testing.T) {
+	for _, expected := range []int64{1, 1 << 20} {
+		m := NewFiltered(1, nil, expected)
+		keys := []string{"k1", "k2", "k3", "k4"}
+		seq := uint64(0)
+		// Keys between and around them, and 64 before them all, so that
+		// some node before each key is linked at level 1: the head, a
+		// level's predecessor when none is, is not recorded.
+		others := []string{"j", "k10", "k25", "k35", "z"}
+		for i := range 64 {
+			others = append(others, fmt.Sprintf("a%02d", i))
+		}
+		for _, k := range others {
+			seq++
+			addRow(m, k, seq)
+		}
+		// Enough rows of each key that, with odds of about 1e-8 against,
+		// its rows were linked at level 1 often enough that each key's
+		// word in the shared bucket outlasts the others' evictions.
+		for range 256 {
+			for _, k := range keys {
+				seq++
+				addRow(m, k, seq)
+			}
+		}
+		v := m.view()
+		for _, k := range keys {
+			s := makeSearchKey([]byte(k), seq+1)
+			kh := hashOf([]byte(k))
+			var want splice
+			x := uint64(headRef)
+			for l := int(m.height.Load()) - 1; l >= 0; l-- {
+				want.prev[l], want.next[l] = v.spliceLevel(&s, l, x)
+				x = want.prev[l]
+			}
+			for h := 1; h <= predLevels; h++ {
+				var got splice
+				if !v.fromPreds(&got, &s, h, kh) {
+					t.Fatalf("%d slots: no predecessors for %s at height %d", len(m.hint.slots), k, h)
+				}
+				for l := range h {
+					if got.prev[l] != want.prev[l] || got.next[l] != want.next[l] {
+						t.Fatalf("%d slots: %s level %d placed between %#x and %#x, the search says %#x and %#x",
+							len(m.hint.slots), k, l, got.prev[l], got.next[l], want.prev[l], want.next[l])
+					}
+				}
+			}
+			var got splice
+			if v.fromPreds(&got, &s, predLevels+1, kh) {
+				t.Fatalf("%d slots: %s placed at height %d, which has no table", len(m.hint.slots), k, predLevels+1)
+			}
+		}
+		m.Unref()
 	}
 }

@@ -90,8 +90,8 @@ func NewPooled(logNum uint64, pool *Pool) *Memtable { return NewFiltered(logNum,
 // newest-version hint (hint.go) which spares most lookups of keys written
 // moments ago the search, and most inserts of keys written again theirs.
 // The filter takes about expectedBytes/64 bytes of Go heap, the hint a
-// 24-byte slot per 8 of the filter's rows, at most hintSlots of them; 0
-// means neither.
+// slot of 48 bytes (hint.go) per 8 of the filter's rows, at most
+// hintSlots of them; 0 means neither.
 func NewFiltered(logNum uint64, pool *Pool, expectedBytes int64) *Memtable {
 	m := &Memtable{logNum: logNum, pool: pool,
 		filter: makeKeyFilter(expectedBytes), hint: makeNewestHint(expectedBytes)}

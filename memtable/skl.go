@@ -168,9 +168,7 @@ func (v *view) link(sp *splice, ref uint64, n *node, h int, s *searchKey, kh uin
 			}
 			sp.prev[l], sp.next[l] = v.spliceLevel(s, l, sp.prev[l])
 		}
-		if l == 0 {
-			m.hint.notePred(kh, sp.prev[0])
-		}
+		m.hint.notePred(kh, s.seq, sp.prev[l], l)
 		if sp.next[l] == 0 {
 			m.tail[l].Store(ref) // n went in last at level l
 		}
@@ -191,16 +189,17 @@ func (v *view) link(sp *splice, ref uint64, n *node, h int, s *searchKey, kh uin
 //   - the list's tail (Memtable.tail), when s sorts at or after its last
 //     node at level 0 (keys ascending across calls): each level below h is
 //     walked from its last node, found without a search;
-//   - for a node of height 1, the level-0 predecessor the last insert of
-//     its key had (hint.go, "Predecessors"), when it still sorts before s
-//     and a few steps reach s's place from it;
+//   - for a node of height up to predLevels, the predecessors at each of
+//     its levels that its key's last inserts there had (hint.go, the
+//     predecessor hint), when each still sorts before s and a few steps
+//     reach s's place from it;
 //   - a search from the head.
 func (v *view) findSplice(sp *splice, s *searchKey, h, top int, kh uint64) {
 	if sp.height == top && (sp.prev[0] == headRef || v.cmp(v.node(sp.prev[0]), s) <= 0) &&
 		(sp.next[0] == 0 || v.cmp(v.node(sp.next[0]), s) > 0) {
 		return
 	}
-	if v.fromTail(sp, s, h) || h == 1 && v.fromPred(sp, s, kh) {
+	if v.fromTail(sp, s, h) || v.fromPreds(sp, s, h, kh) {
 		sp.height = 0 // levels from h up were not set: no splice to keep
 		return
 	}
