@@ -239,3 +239,37 @@ func (v *view) fromPred(sp *splice, s *searchKey, kh uint64, l int) bool {
 	}
 	return false
 }
+
+// seekFromPred returns what seekGEPred(s) does, the first node not less
+// than s and the node before it at level 0, starting from the level-0
+// predecessor the hint names for the key with hash kh, if that node sorts
+// before s and s's place is at most predWalk steps after it; ok is false
+// otherwise (the caller searches). A lookup of a key written again and
+// again (a counter, a session) thus costs the loads of a few nodes, not a
+// search, when the newest-version slot has been taken by another key. Any
+// node linked at level 0 that sorts before s is a valid start, whatever key
+// it was recorded for, and the walk sees only linked nodes, so the answer
+// is the search's at any sequence number, format.MaxSeq included.
+func (v *view) seekFromPred(s *searchKey, kh uint64) (pred, next uint64, ok bool) {
+	if v.m.hint.slots == nil {
+		return 0, 0, false
+	}
+	var x uint64
+	b := v.m.hint.predBucket(kh, 0)
+	for i := range b {
+		if x = untag(b[i].Load(), kh); x != 0 {
+			break
+		}
+	}
+	if x == 0 || v.cmp(v.node(x), s) >= 0 {
+		return 0, 0, false
+	}
+	for range predWalk {
+		nx := v.node(x).next(0)
+		if nx == 0 || v.cmp(v.node(nx), s) >= 0 {
+			return x, nx, true
+		}
+		x = nx
+	}
+	return 0, 0, false
+}

@@ -246,6 +246,29 @@ func BenchmarkGetRecent(b *testing.B) {
 	}
 }
 
+// BenchmarkGetHotKeys reads random keys of 10k written 9 times each (a
+// counter's operands, say: 90k rows, an engine-sized memtable) at the
+// newest sequence number: the keys outnumber the newest-version slots, so
+// the lookups the slots miss start from the key's predecessor
+// (seekFromPred) or search.
+func BenchmarkGetHotKeys(b *testing.B) {
+	m := NewFiltered(1, nil, 6<<20)
+	defer m.Unref()
+	rng := rand.New(rand.NewSource(1))
+	var kb [16]byte
+	val := make([]byte, 8)
+	const keys, rows = 10000, 90000
+	for i := range rows {
+		m.Add(&format.Row{Key: benchKey(kb[:], uint64(rng.Intn(keys))), Seq: uint64(i + 1), Value: val})
+	}
+	cpu0 := processCPU()
+	b.ResetTimer()
+	for range b.N {
+		m.Get(benchKey(kb[:], uint64(rng.Intn(keys))), rows)
+	}
+	b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+}
+
 // TestHintTagLeavesReferenceWhole: the largest node reference an arena can
 // make fits below the tag.
 func TestHintTagLeavesReferenceWhole(t *testing.T) {
@@ -358,6 +381,55 @@ func TestPredecessorHintPlacesRepeats(t *testing.T) {
 			if v.fromPreds(&got, &s, predLevels+1, kh) {
 				t.Fatalf("%d slots: %s placed at height %d, which has no table", len(m.hint.slots), k, predLevels+1)
 			}
+		}
+		m.Unref()
+	}
+}
+
+// TestSeekFromPredMatchesSearch: wherever the predecessor hint places a
+// lookup (seekFromPred), at any sequence number, format.MaxSeq included,
+// it finds the node and predecessor the search from the head finds, in
+// memtables whose hint every key shares and whose hint has a bucket per
+// few keys, with rows inserted out of sequence order within windows of 8
+// (as concurrent commit groups apply them); and it places most lookups of
+// keys written many times at the newest sequence numbers.
+func TestSeekFromPredMatchesSearch(t *testing.T) {
+	for _, expected := range []int64{1, 1 << 20} {
+		m := NewFiltered(1, nil, expected)
+		rng := rand.New(rand.NewSource(expected + 7))
+		keys := []string{"a", "b", "c", "d", "0123456789abcdef-long", "0123456789abcdef-lonh", "z"}
+		const rows = 2000
+		for w := 0; w < rows; w += 8 {
+			for _, i := range rng.Perm(8) {
+				addRow(m, keys[rng.Intn(len(keys))], uint64(w+i+1))
+			}
+		}
+		v := m.view()
+		placed, recent := 0, 0 // lookups of written keys at the newest sequence numbers
+		for ki, k := range append(keys, "absent", "0123456789abcdef") {
+			kh := hashOf([]byte(k))
+			for si, seq := range []uint64{format.MaxSeq, rows + 5, rows, rows - 3, rows / 2, 1, 0} {
+				s := makeSearchKey([]byte(k), seq)
+				wantPred, want := v.seekGEPred(&s)
+				pred, x, ok := v.seekFromPred(&s, kh)
+				if ki < len(keys) && si < 4 {
+					recent++
+					if ok {
+						placed++
+					}
+				}
+				if !ok {
+					continue
+				}
+				if pred != wantPred || x != want {
+					t.Fatalf("%d slots: %s@%d placed between %#x and %#x, the search says %#x and %#x",
+						len(m.hint.slots), k, seq, pred, x, wantPred, want)
+				}
+			}
+		}
+		if expected > 1 && placed < recent*3/4 {
+			t.Errorf("%d slots: %d of %d lookups of written keys at the newest sequence numbers placed from a predecessor",
+				len(m.hint.slots), placed, recent)
 		}
 		m.Unref()
 	}

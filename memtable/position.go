@@ -29,15 +29,21 @@ type Position struct {
 func (p Position) IsZero() bool { return p.node == 0 }
 
 // Newest returns the position and sequence number of the newest row of ukey
-// linked in m, at any sequence number; ok is false if m holds none.
+// linked in m, at any sequence number; ok is false if m holds none. It
+// starts from the key's predecessor the hint keeps when it can
+// (seekFromPred), else it searches.
 func (m *Memtable) Newest(ukey []byte) (p Position, seq uint64, ok bool) {
 	m.live()
 	v := m.view()
 	s := makeSearchKey(ukey, format.MaxSeq)
-	if !m.filter.mayContain(keyHash(s.k0, s.k1, ukey)) {
+	kh := keyHash(s.k0, s.k1, ukey)
+	if !m.filter.mayContain(kh) {
 		return Position{}, 0, false
 	}
-	pred, x := v.seekGEPred(&s)
+	pred, x, ok := v.seekFromPred(&s, kh)
+	if !ok {
+		pred, x = v.seekGEPred(&s)
+	}
 	if x == 0 {
 		return Position{}, 0, false
 	}

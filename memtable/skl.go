@@ -168,7 +168,13 @@ func (v *view) link(sp *splice, ref uint64, n *node, h int, s *searchKey, kh uin
 			}
 			sp.prev[l], sp.next[l] = v.spliceLevel(s, l, sp.prev[l])
 		}
-		m.hint.notePred(kh, s.seq, sp.prev[l], l)
+		// A predecessor of the same key (the row went in behind a newer
+		// one, out of sequence order) serves neither the key's next insert
+		// nor its lookups, which go before every row of the key: keep the
+		// one recorded.
+		if p := sp.prev[l]; p == headRef || v.cmpUser(v.node(p), s) != 0 {
+			m.hint.notePred(kh, s.seq, p, l)
+		}
 		if sp.next[l] == 0 {
 			m.tail[l].Store(ref) // n went in last at level l
 		}

@@ -7,8 +7,9 @@ import "github.com/mayflydb/mayfly/format"
 // repeated Get calls at each row's Seq less one would return, found in one
 // search (which goes straight to the first version at or below seq, or
 // starts there when the newest-version hint names it: hint.go, for any
-// seq but format.MaxSeq), or none when the whole-key filter rules the key
-// out (filter.go). It
+// seq but format.MaxSeq, or a few steps after the key's predecessor the
+// hint keeps: seekFromPred), or none when the whole-key filter rules the
+// key out (filter.go). It
 // takes no lock: fn may call into m, and the rows are those linked when the
 // walk reaches them. The row's bytes alias the arena and are valid, like
 // Get's, while the caller holds a reference.
@@ -27,7 +28,10 @@ func (m *Memtable) Versions(ukey []byte, seq uint64, fn func(r format.Row) bool)
 		x = v.hinted(kh, &s)
 	}
 	if x == 0 {
-		x = v.seekGE(&s)
+		var ok bool
+		if _, x, ok = v.seekFromPred(&s, kh); !ok {
+			x = v.seekGE(&s)
+		}
 	}
 	for x != 0 {
 		n := v.node(x)
