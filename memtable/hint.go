@@ -216,16 +216,23 @@ func (v *view) fromPreds(sp *splice, s *searchKey, h int, kh uint64) bool {
 	return true
 }
 
+// predOf returns the node the word of the key with hash kh names in level
+// l's predecessor table, or 0 if the key's bucket holds no word of its tag.
+// The table must exist.
+func (h *newestHint) predOf(kh uint64, l int) uint64 {
+	b := h.predBucket(kh, l)
+	for i := range b {
+		if x := untag(b[i].Load(), kh); x != 0 {
+			return x
+		}
+	}
+	return 0
+}
+
 // fromPred sets level l of sp from the hint's level-l predecessor of the
 // key with hash kh (see fromPreds) and reports whether it did.
 func (v *view) fromPred(sp *splice, s *searchKey, kh uint64, l int) bool {
-	var x uint64
-	b := v.m.hint.predBucket(kh, l)
-	for i := range b {
-		if x = untag(b[i].Load(), kh); x != 0 {
-			break
-		}
-	}
+	x := v.m.hint.predOf(kh, l)
 	if x == 0 || v.cmp(v.node(x), s) > 0 {
 		return false
 	}
@@ -254,13 +261,7 @@ func (v *view) seekFromPred(s *searchKey, kh uint64) (pred, next uint64, ok bool
 	if v.m.hint.slots == nil {
 		return 0, 0, false
 	}
-	var x uint64
-	b := v.m.hint.predBucket(kh, 0)
-	for i := range b {
-		if x = untag(b[i].Load(), kh); x != 0 {
-			break
-		}
-	}
+	x := v.m.hint.predOf(kh, 0)
 	if x == 0 || v.cmp(v.node(x), s) >= 0 {
 		return 0, 0, false
 	}
