@@ -171,19 +171,42 @@ func (b *Batch) Merge(key, operand []byte, ttl TTL) error {
 	if len(operand) > MaxValueSize {
 		return b.fail(fmt.Errorf("%w: operand of %d bytes (limit %d)", ErrValueTooLarge, len(operand), MaxValueSize))
 	}
-	if v, ok := b.db.opts.MergeOperator.(OperandValidator); ok {
-		if err := v.ValidOperand(key, operand); err != nil {
-			return b.fail(fmt.Errorf("%w: %w", ErrInvalidOperand, err))
-		}
+	v, validates := b.db.opts.MergeOperator.(OperandValidator)
+	if !validates {
+		return b.appendWithTTL(format.FlagMerge, key, operand, ttl)
 	}
-	return b.appendWithTTL(format.FlagMerge, key, operand, ttl)
+	// The validator is shown the batch's copies of key and operand: the
+	// caller's own slices, passed to an interface method, would escape to
+	// the heap, an allocation per call for a key or operand held on the
+	// caller's stack. A refused operand is taken out again.
+	n, count, relative := len(b.data), b.count, len(b.relative)
+	if err := b.appendWithTTL(format.FlagMerge, key, operand, ttl); err != nil {
+		return err
+	}
+	end := len(b.data)
+	opStart := end - len(operand)
+	keyEnd := opStart - uvarintLen(uint64(len(operand)))
+	if err := v.ValidOperand(b.data[keyEnd-len(key):keyEnd:keyEnd], b.data[opStart:end:end]); err != nil {
+		b.data, b.count, b.relative = b.data[:n], count, b.relative[:relative]
+		return b.fail(fmt.Errorf("%w: %w", ErrInvalidOperand, err))
+	}
+	return nil
+}
+
+// uvarintLen is the length of x as binary.AppendUvarint writes it.
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
 }
 
 // OperandValidator is implemented by merge operators that can tell a
 // malformed operand at write time. Merge refuses such an operand with
 // ErrInvalidOperand and writes nothing, rather than storing a row that
 // would fail every later read of its key. The built-in operators accept
-// 8-byte operands only.
+// 8-byte operands only. key and operand are valid only during the call.
 type OperandValidator interface {
 	ValidOperand(key, operand []byte) error
 }

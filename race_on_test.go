@@ -1,0 +1,5 @@
+//go:build race
+
+package mayfly
+
+const raceEnabled = true
