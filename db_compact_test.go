@@ -1020,7 +1020,6 @@ func (r *l0MergeRig) round(gen, n int) {
 	r.clk.Advance(5 * time.Second)
 }
 
-// snapshots opens a snapshot of each.
 // loadAndChurn loads every key, compacts it into the base level, then runs
 // gens rounds of n operations, waiting for the compactions after each, and
 // returns snapshots of both databases taken after the middle round.
@@ -1051,6 +1050,7 @@ func (r *l0MergeRig) sameAll(snap, refSnap *Snapshot) {
 	r.sameTTLs()
 }
 
+// snapshots opens a snapshot of each.
 func (r *l0MergeRig) snapshots() (*Snapshot, *Snapshot) {
 	r.t.Helper()
 	snap, err := r.db.NewSnapshot()

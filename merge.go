@@ -183,23 +183,11 @@ func (b *Batch) Merge(key, operand []byte, ttl TTL) error {
 	if err := b.appendWithTTL(format.FlagMerge, key, operand, ttl); err != nil {
 		return err
 	}
-	end := len(b.data)
-	opStart := end - len(operand)
-	keyEnd := opStart - uvarintLen(uint64(len(operand)))
-	if err := v.ValidOperand(b.data[keyEnd-len(key):keyEnd:keyEnd], b.data[opStart:end:end]); err != nil {
+	if err := v.ValidOperand(format.LastBatchEntry(b.data, len(key), len(operand))); err != nil {
 		b.data, b.count, b.relative = b.data[:n], count, b.relative[:relative]
 		return b.fail(fmt.Errorf("%w: %w", ErrInvalidOperand, err))
 	}
 	return nil
-}
-
-// uvarintLen is the length of x as binary.AppendUvarint writes it.
-func uvarintLen(x uint64) int {
-	n := 1
-	for ; x >= 0x80; x >>= 7 {
-		n++
-	}
-	return n
 }
 
 // OperandValidator is implemented by merge operators that can tell a

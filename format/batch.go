@@ -82,6 +82,16 @@ func AppendBatchEntry(dst []byte, flags uint8, expireSlot int64, key, value []by
 	return dst, slot
 }
 
+// LastBatchEntry returns the key and value of the entry with a value that
+// ends data, as AppendBatchEntry wrote it, given their lengths; both alias
+// data.
+func LastBatchEntry(data []byte, keyLen, valueLen int) (key, value []byte) {
+	end := len(data)
+	valueStart := end - valueLen
+	keyEnd := valueStart - uvarintLen(uint64(valueLen))
+	return data[keyEnd-keyLen : keyEnd : keyEnd], data[valueStart:end:end]
+}
+
 // BatchReader decodes the entries of an encoded batch.
 type BatchReader struct {
 	data   []byte

@@ -1,6 +1,7 @@
 package format
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 )
@@ -85,6 +86,27 @@ func TestBatchMergeEntries(t *testing.T) {
 		var r Row
 		if _, err := br.Next(&r); !errors.Is(err, ErrCorruption) {
 			t.Fatalf("flags %#x: %v, want ErrCorruption", flags, err)
+		}
+	}
+}
+
+// TestLastBatchEntry: the key and value of the last entry appended are
+// found from their lengths, with and without an expire slot, for lengths
+// whose varints take one and two bytes.
+func TestLastBatchEntry(t *testing.T) {
+	for _, c := range []struct {
+		flags      uint8
+		key, value []byte
+	}{
+		{FlagMerge, []byte("k"), []byte("12345678")},
+		{FlagMerge | FlagHasExpire, bytes.Repeat([]byte("k"), 200), bytes.Repeat([]byte("v"), 300)},
+		{0, []byte("key"), nil},
+	} {
+		data, _ := AppendBatchEntry([]byte("prefix"), FlagTombstone, 0, []byte("other"), nil)
+		data, _ = AppendBatchEntry(data, c.flags, 5, c.key, c.value)
+		k, v := LastBatchEntry(data, len(c.key), len(c.value))
+		if !bytes.Equal(k, c.key) || !bytes.Equal(v, c.value) {
+			t.Fatalf("flags %#x: got key %q value %q, want %q %q", c.flags, k, v, c.key, c.value)
 		}
 	}
 }

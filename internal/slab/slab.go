@@ -25,7 +25,8 @@
 // freed is unmapped unless it is the class's only empty slab (kept so that a
 // class oscillating around a slab boundary does not map and unmap on every
 // miss). A kept slab's pages past its first keptResident bytes are given
-// back to the kernel (madvise), so that it is mapped but not resident. Close unmaps the empty slabs and makes every later emptied slab be
+// back to the kernel (madvise), so that it is mapped but not resident.
+// Close unmaps the empty slabs and makes every later emptied slab be
 // unmapped at once, so memory of an Allocator whose buffers were all freed
 // is all returned.
 //
