@@ -57,13 +57,17 @@ type hintSlot struct {
 // the key was last linked there. A table is set-associative: a key's hash
 // picks a bucket of predWays words, and a key's word is whichever of them
 // carries its tag. Storing overwrites the key's own word if the bucket has
-// one, else a word picked by a hash of the row's sequence number, so that
-// keys sharing a bucket keep up to predWays predecessors between them
-// instead of evicting each other on every insert.
+// one, else an empty word, else a word picked by a hash of the row's
+// sequence number, so that keys sharing a bucket keep up to predWays
+// predecessors between them instead of evicting each other on every
+// insert. Eight words (64 bytes) a bucket, rather than four in twice the
+// buckets, leave fewer buckets with more keys than words (RFC 0011,
+// "Predecessor hint").
 const (
 	predLevels         = 2 // levels with a predecessor table: nodes of height up to 2 skip the search
-	predWays           = 4 // words per bucket
-	predEntriesPerSlot = 2 // words per level per hint slot
+	predWaysLog        = 3
+	predWays           = 1 << predWaysLog // words per bucket
+	predEntriesPerSlot = 2                // words per level per hint slot
 )
 
 // predWalk is how many steps an insert takes along a level from its key's
@@ -185,16 +189,24 @@ func (h *newestHint) notePred(kh, seq, prev uint64, l int) {
 		return
 	}
 	b, tag := h.predBucket(kh, l), hintTag(kh)
+	free := -1
 	for i := range b {
-		if b[i].Load()&^(1<<hintTagShift-1) == tag {
+		w := b[i].Load()
+		if w&^(1<<hintTagShift-1) == tag {
 			b[i].Store(tag | prev)
 			return
 		}
+		if w == 0 && free < 0 {
+			free = i
+		}
 	}
-	// A key's predecessor is mostly the same node on every insert, so the
-	// word to evict is picked by a hash of the row's sequence number: two
-	// keys of a bucket never settle on evicting each other.
-	b[seq*0x9e3779b97f4a7c15>>62%predWays].Store(tag | prev)
+	if free < 0 {
+		// A key's predecessor is mostly the same node on every insert, so
+		// the word to evict is picked by a hash of the row's sequence
+		// number: two keys of a bucket never settle on evicting each other.
+		free = int(seq * 0x9e3779b97f4a7c15 >> (64 - predWaysLog))
+	}
+	b[free].Store(tag | prev)
 }
 
 // fromPreds sets the levels of sp below h, the height of the node to link,

@@ -3,6 +3,7 @@ package memtable
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -310,18 +311,54 @@ func BenchmarkInsertHotKeys(b *testing.B) {
 
 // TestHintSize: a slot per eight of the filter's rows, at most hintSlots,
 // each 16 bytes and two predecessor words of 8 bytes at each of two levels
-// (48 bytes in all; a bucket of four words at least), as RFC 0011 states
+// (48 bytes in all; a bucket of eight words at least), as RFC 0011 states
 // after "Predecessor hint"; the default memtable size reaches the cap.
 func TestHintSize(t *testing.T) {
 	for _, c := range []struct {
 		expected     int64
 		slots, bytes int
-	}{{0, 0, 0}, {1, 1, 16 + 2*4*8}, {64 << 10, 128, 128 * 48}, {1 << 20, 2048, 2048 * 48},
+	}{{0, 0, 0}, {1, 1, 16 + 2*8*8}, {64 << 10, 128, 128 * 48}, {1 << 20, 2048, 2048 * 48},
 		{6 << 20, 8192, 8192 * 48}, {64 << 20, 8192, 8192 * 48}} {
 		h := makeNewestHint(c.expected)
 		if len(h.slots) != c.slots || h.bytes() != int64(c.bytes) {
 			t.Errorf("hint for %d bytes: %d slots, %d bytes; want %d slots, %d bytes", c.expected, len(h.slots), h.bytes(), c.slots, c.bytes)
 		}
+	}
+}
+
+// TestPredecessorHintFillsEmptyWords: a key without a word in its bucket
+// takes an empty word while the bucket has one, so as many keys as a
+// bucket has words keep their predecessors, whatever their sequence
+// numbers; a key past that evicts one word, not its own.
+func TestPredecessorHintFillsEmptyWords(t *testing.T) {
+	h := makeNewestHint(1) // one bucket, which every key shares
+	if len(h.preds[0]) != predWays {
+		t.Fatalf("%d words, want one bucket of %d", len(h.preds[0]), predWays)
+	}
+	var khs []uint64
+	for i := 0; len(khs) < predWays+1; i++ {
+		kh := hashOf([]byte(fmt.Sprint("key", i)))
+		if !slices.ContainsFunc(khs, func(o uint64) bool { return hintTag(o) == hintTag(kh) }) {
+			khs = append(khs, kh)
+		}
+	}
+	for i, kh := range khs[:predWays] {
+		h.notePred(kh, uint64(i+1)<<8, uint64(100+i), 0) // sequence numbers whose hash picks one word
+	}
+	for i, kh := range khs[:predWays] {
+		if got := h.predOf(kh, 0); got != uint64(100+i) {
+			t.Errorf("key %d: predecessor %d, want %d", i, got, 100+i)
+		}
+	}
+	h.notePred(khs[predWays], 7, 200, 0)
+	kept := 0
+	for i, kh := range khs[:predWays] {
+		if h.predOf(kh, 0) == uint64(100+i) {
+			kept++
+		}
+	}
+	if got := h.predOf(khs[predWays], 0); got != 200 || kept != predWays-1 {
+		t.Errorf("a key past a full bucket: its predecessor %d (want 200), %d of the others kept (want %d)", got, kept, predWays-1)
 	}
 }
 

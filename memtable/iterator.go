@@ -12,8 +12,10 @@ const iterChunk = 32
 // buffered gathers up to iterChunk nodes in its direction, which the next
 // steps that way consume; a row linked among them after the gathering is
 // not seen by those steps (a gathering sees every row linked before it).
-// Forward it follows level-0 links from its node into fwd, then reads the
-// first byte of each of their records before decoding any (see touch).
+// Forward it follows level-0 links from its node into fwd (several
+// stretches at once over a frozen memtable walked from First: lanes.go),
+// then reads the first byte of each of their records before decoding any
+// (see touch).
 // Backward, nodes have no links, so it searches for its node's
 // predecessors and gathers the nodes before it into back (collectBack).
 type iterator struct {
@@ -26,6 +28,17 @@ type iterator struct {
 	bpos int      // next unread entry of back
 	row  format.Row
 	sink byte // see touch
+	// Lanes (lanes.go): if fromFirst, which only First sets, on a frozen
+	// memtable, l1 is the first level-1 node after the last node gathered
+	// forward (after First's node before the first gathering; 0: none);
+	// sequential reports the last gathering's nodes at ascending, nearby
+	// addresses.
+	l1         uint64
+	fromFirst  bool
+	sequential bool
+	laneCap    int // nodes a gathering takes from one stretch at most: laneCap (tests lower it)
+	lanes      *laneBufs
+	lanedNodes int // nodes gathered by lanes, for tests
 }
 
 // at positions on node x (0: invalid).
@@ -47,6 +60,7 @@ func (it *iterator) reset() {
 	}
 	it.back, it.bpos = it.back[:0], 0
 	it.fwd, it.fpos = it.fwd[:0], 0
+	it.fromFirst = false
 }
 
 // touch reads the first byte of the record of each node of nodes.
@@ -103,7 +117,15 @@ func (it *iterator) SeekLT(key []byte) bool {
 
 func (it *iterator) First() bool {
 	it.reset()
-	return it.at(it.m.head.next[0].Load())
+	first := it.m.head.next[0].Load()
+	if it.m.Frozen() {
+		// The first gathering is serial, and finds out whether lanes pay.
+		it.l1, it.fromFirst, it.sequential = it.m.head.next[1].Load(), true, true
+		if it.l1 == first && first != 0 {
+			it.l1 = it.v.node(first).next(1)
+		}
+	}
+	return it.at(first)
 }
 
 func (it *iterator) Last() bool {
@@ -124,8 +146,10 @@ func (it *iterator) Next() bool {
 		return it.at(it.fwd[it.fpos-1])
 	}
 	it.fwd, it.fpos = it.fwd[:0], 0
-	for x := it.v.node(it.nd).next(0); x != 0 && len(it.fwd) < iterChunk; x = it.v.node(x).next(0) {
-		it.fwd = append(it.fwd, x)
+	if it.fromFirst && !it.sequential {
+		it.gatherLanes()
+	} else {
+		it.gatherSerial()
 	}
 	if len(it.fwd) == 0 {
 		return it.at(0)
@@ -141,6 +165,7 @@ func (it *iterator) Prev() bool {
 	}
 	it.m.live()
 	it.fwd, it.fpos = it.fwd[:0], 0
+	it.fromFirst = false
 	if it.bpos < len(it.back) {
 		return it.popBack()
 	}

@@ -304,5 +304,5 @@ func (m *Memtable) Get(ukey []byte, seq uint64) (format.Row, bool) {
 // was created; callers filter by sequence number for a stable view. The
 // iterator and its rows are valid while the caller holds a reference.
 func (m *Memtable) NewIter() format.Iterator {
-	return &iterator{m: m, fwd: make([]uint64, 0, iterChunk), back: make([]uint64, 0, iterChunk)}
+	return &iterator{m: m, fwd: make([]uint64, 0, iterChunk), back: make([]uint64, 0, iterChunk), laneCap: laneCap}
 }
