@@ -29,7 +29,9 @@ package sstable
 //     (CRC) and decoded like any other when the iterator reaches it, straight
 //     into the cache's slab memory (cache.go) when there is a cache, so that
 //     reaching a block hands it to the cache without a copy. A scan that
-//     ends inside a window thus decodes only the blocks it reached. A
+//     ends inside a window thus decodes only the blocks it reached, and a
+//     block the cache already holds is taken from the cache, not decoded
+//     from the window (takeBlock). A
 //     compaction iterator, which reaches every block, has the fetching
 //     goroutine decode them all. Blocks enter the block cache only when the
 //     iterator reaches them, so read-ahead caches nothing a scan without it
@@ -381,10 +383,35 @@ func (it *Iterator) fromWindow(h blockHandle) (b blockRef, err error, ok bool) {
 	return blockRef{}, nil, false
 }
 
-// take returns block i of window w, waiting for w's fetch, and starts the
-// background fetch of the following window once the iterator reaches w's
-// middle block (its second of two).
+// take returns block i of window w, and starts the background fetch of
+// the following window once the iterator reaches w's middle block (its
+// second of two).
 func (it *Iterator) take(w *raWindow, i int) (blockRef, error) {
+	b, err := it.takeBlock(w, i)
+	if err != nil {
+		return blockRef{}, err
+	}
+	if i > 0 && i >= len(w.handles)/2 && w == it.ra.cur {
+		it.prefetch()
+	}
+	return b, nil
+}
+
+// takeBlock returns block i of window w: from the cache if it holds the
+// block, else decoded from the window once w's fetch is done. A block the
+// cache holds (a scan over a range other scans read, the hot keys of a
+// skewed workload) is thus not decoded again, allocated again and offered
+// to the cache only to be dropped as a duplicate, and its take does not
+// wait for the window's read; the window keeps its raw bytes, and decodes
+// them if the iterator comes back to the block after the cache let it go.
+// A compaction iterator's windows are decoded whole by their fetch, and
+// it takes from them alone.
+func (it *Iterator) takeBlock(w *raWindow, i int) (blockRef, error) {
+	if !it.noFill {
+		if b, ok := it.r.cachedBlock(w.handles[i]); ok {
+			return b, nil
+		}
+	}
 	if w.done != nil {
 		<-w.done
 	}
@@ -413,9 +440,6 @@ func (it *Iterator) take(w *raWindow, i int) (blockRef, error) {
 		b = blockRef{b: w.blocks[i]}
 	default:
 		b = it.r.cacheBlock(w.handles[i], w.blocks[i])
-	}
-	if i > 0 && i >= len(w.handles)/2 && w == it.ra.cur {
-		it.prefetch()
 	}
 	return b, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -423,6 +424,48 @@ func TestReadAheadDecodesOnlyReachedBlocks(t *testing.T) {
 	}
 	if decoded > reached {
 		t.Fatalf("a scan reaching %d blocks decoded %d blocks from its read-ahead windows", reached, decoded)
+	}
+}
+
+// TestReadAheadTakesCachedBlocks: a scan that misses the cache, and so
+// reads ahead, and then reaches blocks the cache holds (a range an earlier
+// scan read) takes those from the cache and decodes none of them from its
+// windows; it returns the rows a scan without a cache returns.
+func TestReadAheadTakesCachedBlocks(t *testing.T) {
+	data, rows := raTable(t, SnappyCompression)
+	probe := openRA(t, newCountingObject(data), 0, nil)
+	perBlock := len(rows) / len(dataHandles(t, probe))
+	probe.Close()
+	scan := func(r *Reader, from, n int) (keys []string, decoded int64) {
+		before := raDecoded.Load()
+		it := r.NewIter()
+		for ok := it.SeekGE(rows[from].Key); ok && n > 0; ok = it.Next() {
+			keys = append(keys, string(it.Row().Key))
+			n--
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return keys, raDecoded.Load() - before
+	}
+	// The cached range: 40 blocks from a quarter in. The second scan starts
+	// two blocks before it, so that its first window, of 16 blocks, covers
+	// 14 cached ones.
+	from, n := len(rows)/4, 40*perBlock
+	cache := NewCache(64 << 20)
+	r := openRA(t, newCountingObject(data), 1<<20, cache)
+	defer r.Close()
+	scan(r, from, n)
+	got, decoded := scan(r, from-2*perBlock, n+2*perBlock)
+	uncached := openRA(t, newCountingObject(data), 1<<20, nil)
+	defer uncached.Close()
+	want, _ := scan(uncached, from-2*perBlock, n+2*perBlock)
+	// It reaches 42 or 43 blocks, at most 3 of them outside the cached range.
+	if decoded == 0 || decoded > 3 {
+		t.Fatalf("the second scan decoded %d blocks from its windows: it decoded cached blocks again, or used no window", decoded)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the second scan returned %d keys, a scan without a cache %d, or other keys", len(got), len(want))
 	}
 }
 
