@@ -40,8 +40,9 @@ func (s *memSampler) run() {
 	defer close(s.done)
 	// The file is opened once and read again from offset 0 at each tick
 	// (procfs renders it afresh on every read from the start): an open of a
-	// /proc path per tick cost up to 9% of the worker's CPU in a profile of
-	// the onetime workload, a cost only Mayfly's workers would pay.
+	// /proc path per tick at times took a large share of the worker's CPU,
+	// which only Mayfly's workers would pay (bench/HISTORY.md, "Lanes,
+	// eight-word buckets, and a sampler that perturbed Mayfly").
 	statm, err := os.Open("/proc/self/statm")
 	if err != nil {
 		return

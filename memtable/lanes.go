@@ -58,8 +58,9 @@ func (it *iterator) gatherSerial() {
 	it.l1, it.sequential = l1, nearbyRun(it.nd, it.fwd)
 }
 
-// nearbyRun reports whether nodes, gathered after from, end at most
-// nearby arena bytes a node above it: nodes allocated one after another.
+// nearbyRun reports whether the last of nodes, gathered after from, lies
+// above from by at most nearby bytes per node gathered: nodes allocated
+// one after another, as rows inserted in key order are.
 func nearbyRun(from uint64, nodes []uint64) bool {
 	if len(nodes) == 0 {
 		return true
