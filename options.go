@@ -253,11 +253,9 @@ type Options struct {
 
 	// --- SSTables ---
 
-	// BlockSize is the target uncompressed size of a data block: a block
-	// at least seven eighths full ends before the row that would take it
-	// past BlockSize; a block less full takes that row and ends past
-	// BlockSize by less than the row (a row larger than BlockSize gets a
-	// block of its own size). Default: 4096.
+	// BlockSize is the largest uncompressed size of a data block: a block
+	// ends before the row that would take it past BlockSize, unless that row
+	// alone is larger (it then gets a block of its own size). Default: 4096.
 	BlockSize int
 	// Compression of data blocks. Default (the zero value,
 	// sstable.DefaultCompression): sstable.SnappyCompression;

@@ -111,16 +111,11 @@ func (w *Writer) Add(r *format.Row) error {
 		return fmt.Errorf("sstable: row %q seq %d out of order (after %q seq %d)",
 			r.Key, r.Seq, w.lastRow.Key, w.lastRow.Seq)
 	}
-	// End the block before a row that would take it past BlockSize if the
-	// block is at least blockFillFloor full, so that a decoded block (the
-	// block cache's unit of allocation) of small rows stays within
-	// BlockSize and fits that size class. A block less full takes the row
-	// and ends past BlockSize by less than it: rows of a kilobyte would
-	// otherwise fill 4 KiB blocks three to a block, three quarters full,
-	// and a scan would read and decode a third more blocks (RocksDB's
-	// block_size_deviation makes the same trade).
-	if w.data.entries > 0 && w.data.estimatedSize()+maxEntryLen(len(w.scratch), r) > w.opts.BlockSize &&
-		w.data.estimatedSize() >= blockFillFloor(w.opts.BlockSize) {
+	// End the block before a row that would take it past BlockSize, so that
+	// a decoded block (the block cache's unit of allocation) stays within
+	// BlockSize and fits its allocator size class: 4096 rather than 4096
+	// plus part of a row, which Go rounds up to a 4864-byte object.
+	if w.data.entries > 0 && w.data.estimatedSize()+maxEntryLen(len(w.scratch), r) > w.opts.BlockSize {
 		if err := w.flushData(); err != nil {
 			return err
 		}
@@ -142,17 +137,11 @@ func (w *Writer) Add(r *format.Row) error {
 	return nil
 }
 
-// blockFillFloor is how full, in bytes, a data block of BlockSize n must
-// be for the writer to end it before a row that does not fit: seven
-// eighths of n. A row of up to n/8 less maxEntryLen's slack therefore
-// never takes a block past n.
-func blockFillFloor(n int) int { return n - n/8 }
-
 // maxEntryLen bounds the bytes blockWriter.add appends for a row with an
 // internal key of keyLen bytes, including a new restart point: three
 // length varints, the key, at most two attribute varints and the value.
-// A block of small rows therefore ends at most this much short of
-// BlockSize; a row larger than BlockSize gets a block of its own.
+// A block therefore ends at most this much short of BlockSize; a row larger
+// than BlockSize gets a block of its own.
 func maxEntryLen(keyLen int, r *format.Row) int {
 	return 3*binary.MaxVarintLen64 + keyLen + 2*binary.MaxVarintLen64 + len(r.Value) + 4
 }

@@ -55,31 +55,3 @@ func TestDataBlocksWithinBlockSize(t *testing.T) {
 		}
 	}
 }
-
-// TestDataBlocksOfLargeRowsFill: rows of about a kilobyte, which leave a
-// 4 KiB block three quarters full when the fourth does not fit, go four to
-// a block instead: a block below seven eighths of BlockSize takes the row
-// that does not fit and ends past BlockSize by less than that row, and no
-// block but the last is left below seven eighths.
-func TestDataBlocksOfLargeRowsFill(t *testing.T) {
-	const blockSize = 4096
-	var rows []format.Row
-	for i := range 400 {
-		rows = append(rows, format.Row{Key: fmt.Appendf(nil, "user/%010d", i), Seq: uint64(i + 1), Value: make([]byte, 1000+i%100)})
-	}
-	data, props := buildTable(t, rows, WriterOptions{BlockSize: blockSize, Compression: SnappyCompression})
-	r := openTable(t, data, nil)
-	handles := mustIndex(t, r).handles
-	for i, h := range handles {
-		b, err := r.readBlock(h, "data")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(b) >= blockSize+1100+maxEntryLen(20, &rows[0]) || i != len(handles)-1 && len(b) < blockFillFloor(blockSize) {
-			t.Errorf("block %d of %d: %d bytes, want from %d up to less than one row past %d", i, len(handles), len(b), blockFillFloor(blockSize), blockSize)
-		}
-	}
-	if props.NumDataBlocks > uint64(len(rows)/4+1) {
-		t.Errorf("%d rows of about 1 KiB in %d data blocks, want four to a block (%d)", len(rows), props.NumDataBlocks, len(rows)/4+1)
-	}
-}

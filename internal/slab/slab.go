@@ -12,14 +12,13 @@
 //	              powers of two up to 256 KiB   (131072, 262144)
 //	larger:       a mapping of its own, rounded up to 4 KiB, unmapped on Free
 //
-// Data blocks of small rows end before the row that would take them past
-// the block size (4 KiB by default), so most decode to just under it and
-// fit the 4096-byte class. A block of larger rows may end past the block
-// size by less than one row, and tables written before that rule cut a
-// block once it reached the block size, so their blocks are that size plus
-// part of one row; the 128-byte steps up to 8 KiB keep the space lost to
-// rounding small for those (a 4128-4134-byte block takes the 4224-byte
-// class, where 512-byte steps would round it to 4608).
+// Data blocks end before the row that would take them past the block size
+// (4 KiB by default), so most decode to just under it and fit the 4096-byte
+// class. Tables written before that rule cut a block once it reached the
+// block size, so their blocks are that size plus part of one row; the
+// 128-byte steps up to 8 KiB keep the space lost to rounding small for
+// those (a 4128-4134-byte block takes the 4224-byte class, where 512-byte
+// steps would round it to 4608).
 //
 // Each slab keeps a stack of its free blocks and a count of live ones. A
 // class allocates from its slabs with free blocks; a slab whose last block is
