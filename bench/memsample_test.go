@@ -8,8 +8,8 @@ import (
 
 // TestMemSamplerReadsFreshRSS: the sampler keeps /proc/self/statm open and
 // reads it again from the start, and each read reports the RSS of that
-// moment: after 64 MiB more are touched, the recorded peak is at least 48
-// MiB higher, and it is what addTo reports.
+// moment: after a buffer is touched, the recorded peak has grown by most of
+// it, and it is what addTo reports.
 func TestMemSamplerReadsFreshRSS(t *testing.T) {
 	statm, err := os.Open("/proc/self/statm")
 	if err != nil {

@@ -8,19 +8,18 @@ import (
 )
 
 // evictionBuf is written between the walks of the cold runs of
-// BenchmarkFullScan, so that the memtable's lines leave the CPU caches (it
-// is twice this machine's 32 MiB L3).
+// BenchmarkFullScan, so that the memtable's lines leave the CPU caches: it
+// is made larger than a last-level cache.
 var evictionBuf []byte
 
 // BenchmarkFullScan walks a whole frozen memtable with First and Next, as a
-// flush does: 70k rows (about a 16 MiB memtable) with 16-byte bench keys
-// and 100-byte values, inserted in ascending or random key order. In random
-// order consecutive rows sit far apart in the arena, so the walk is
-// dominated by cache misses on nodes and records. The warm runs walk the
-// same memtable again and again, so it stays in the last-level cache; the
-// cold runs write 64 MiB elsewhere before each walk, as a flush finds its
-// memtable after the writes of the next one. cpu-ns/row, of the walks
-// alone, is the figure to compare.
+// flush does: n rows with 16-byte bench keys and 100-byte values, inserted
+// in ascending or random key order. In random order consecutive rows sit
+// far apart in the arena, so the walk is dominated by cache misses on nodes
+// and records. The warm runs walk the same memtable again and again, so it
+// stays in the last-level cache; the cold runs write evictionBuf before
+// each walk, as a flush finds its memtable after the writes of the next
+// one. cpu-ns/row, of the walks alone, is the figure to compare.
 func BenchmarkFullScan(b *testing.B) {
 	const n = 70_000
 	for _, order := range []string{"ascending", "random"} {

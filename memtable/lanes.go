@@ -41,15 +41,11 @@ type laneBufs [lanes][laneCap]uint64
 // following level 0, and, walking from First, keeps it.l1 past them.
 func (it *iterator) gatherSerial() {
 	v := &it.v
-	x := v.node(it.nd).next(0)
-	if !it.fromFirst {
-		for ; x != 0 && len(it.fwd) < iterChunk; x = v.node(x).next(0) {
-			it.fwd = append(it.fwd, x)
-		}
-		return
-	}
 	l1 := it.l1
-	for ; x != 0 && len(it.fwd) < iterChunk; x = v.node(x).next(0) {
+	if !it.fromFirst {
+		l1 = 0 // no cursor to keep; a gathered node is never 0
+	}
+	for x := v.node(it.nd).next(0); x != 0 && len(it.fwd) < iterChunk; x = v.node(x).next(0) {
 		it.fwd = append(it.fwd, x)
 		if x == l1 {
 			l1 = v.node(x).next(1)

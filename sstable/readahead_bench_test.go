@@ -94,9 +94,9 @@ func BenchmarkCompactionScan(b *testing.B) {
 	}
 }
 
-// BenchmarkScanPartlyCached scans a table (4 MB of rows, Snappy, in
-// memory) from first to last row through a block cache that holds its
-// middle half from an earlier scan: the scan reads ahead in the first
+// BenchmarkScanPartlyCached scans a table (the rows of BenchmarkScanLocalFile,
+// Snappy, in memory) from first to last row through a block cache that
+// holds its middle half from an earlier scan: the scan reads ahead in the first
 // quarter, reaches cached blocks inside its windows, and reads ahead again
 // in the last quarter. ns/block counts the timed scans alone (the cache
 // is made again and warmed outside them).
