@@ -150,6 +150,7 @@ type DB struct {
 	walGC        walGC     // a writer's collection of old WAL segments
 	graceMu      sync.Mutex
 	graceDeletes []graceDelete
+	obsolete     obsoleteFiles // a writer's removal of obsolete files
 	// manualWG counts Compact/ReclaimExpired calls in progress; Close
 	// waits for them.
 	manualWG sync.WaitGroup
@@ -252,6 +253,7 @@ func Open(dir string, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	if !o.ReadOnly {
+		db.startObsoleteLoop()
 		db.bgDone.Add(2)
 		go db.flushLoop()
 		go db.compactionLoop()
@@ -329,6 +331,9 @@ func (db *DB) Close() error {
 	db.mu.Unlock()
 	db.follow.release()
 	db.manifestMu.Unlock()
+	// The tables the last version held are queued by now; tables an open
+	// iterator still holds are removed inline when it lets go.
+	db.stopObsoleteLoop()
 	// Memtables an open iterator still holds free their chunks when it
 	// lets go; the pool keeps nothing past here.
 	db.memPool.Close()

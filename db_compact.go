@@ -142,10 +142,19 @@ func (db *DB) markCompactionIdle(gen uint64) {
 }
 
 // WaitForCompactions blocks until no flush or background compaction is
-// running and none is due at the clock's current time. It is how a test
-// with a manual clock, or a tool, lets the compactor catch up. It returns
-// ctx's error if ctx ends first, and the background error if one occurs.
+// running and none is due at the clock's current time, and the tables they
+// replaced that no reader holds are removed. It is how a test with a
+// manual clock, or a tool, lets the compactor catch up. It returns ctx's
+// error if ctx ends first, and the background error if one occurs.
 func (db *DB) WaitForCompactions(ctx context.Context) error {
+	if err := db.waitCompactionsIdle(ctx); err != nil {
+		return err
+	}
+	db.waitObsoleteRemoved()
+	return nil
+}
+
+func (db *DB) waitCompactionsIdle(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() {
 		db.mu.Lock()
 		db.cond.Broadcast()
@@ -496,6 +505,9 @@ func (db *DB) runManual(ctx context.Context, pick func(*compaction.Levels, *comp
 	if err != nil && db.closeCtx.Err() != nil {
 		return ErrClosed
 	}
+	if err == nil {
+		db.waitObsoleteRemoved() // the tables it replaced are gone on return
+	}
 	return err
 }
 
@@ -511,8 +523,9 @@ func (db *DB) finishPickManual(j *compactionJob) {
 // [lo, hi] (nil bounds are open), widened to whole tables, into the bottom
 // level, running the compaction filters: shadowed versions go, expired rows
 // and tombstones with nothing beneath them are dropped. It returns when the
-// result is durable, or early with ctx's error, leaving the database as it
-// was. It is CompactWith with nil CompactOptions.
+// result is durable and the tables it replaced that no reader holds are
+// removed, or early with ctx's error, leaving the database as it was. It is
+// CompactWith with nil CompactOptions.
 func (db *DB) Compact(ctx context.Context, lo, hi []byte) error {
 	return db.CompactWith(ctx, lo, hi, nil)
 }

@@ -89,9 +89,7 @@ func (db *DB) logAndApply(e *versionEdit) error {
 	cur.unref()
 
 	if num > 2 {
-		if err := manifest.RemoveOlder(db.store, num-1); err != nil {
-			db.log.Warn("mayfly: removing old manifest versions", "err", err)
-		}
+		db.queueObsolete(0, num-1)
 	}
 	return nil
 }

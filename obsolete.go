@@ -2,10 +2,145 @@ package mayfly
 
 import (
 	"errors"
+	"sync"
 	"time"
 
+	"github.com/mayflydb/mayfly/manifest"
 	"github.com/mayflydb/mayfly/storage"
 )
+
+// Obsolete files — tables no version needs and manifest versions older
+// than the one before the newest — are removed on a goroutine of their own
+// (obsoleteFiles.loop). Whoever drops a table's last reference (a read
+// releasing its read state, a flush or a compaction installing a version)
+// and the manifest writer retiring older versions only queue the names, so
+// that an unlink (on ext4 it frees the file's blocks and cached pages) or a
+// DELETE request on an object store never sits on a read's, a flush's or a
+// commit's path. Only files no version needs are queued: a crash leaves at
+// worst such a file behind, which the next Open removes as an orphan.
+//
+// Before the loop starts (during Open) and after it stops (Close, once the
+// last version is released), removals run on the caller's goroutine.
+type obsoleteFiles struct {
+	mu            sync.Mutex
+	idle          sync.Cond // broadcast when a batch is done
+	tables        []uint64  // tables to remove
+	manifestBelow uint64    // remove manifest versions below this (0: none)
+	manifestDone  uint64    // versions below this were removed
+	queued        uint64    // queueObsolete calls so far
+	handled       uint64    // of those, the ones whose removal has run
+	running       bool      // loop runs: queue, do not remove inline
+	kick          chan struct{}
+	done          chan struct{}
+}
+
+// startObsoleteLoop starts the goroutine that removes obsolete files.
+func (db *DB) startObsoleteLoop() {
+	o := &db.obsolete
+	o.idle.L = &o.mu
+	o.kick = make(chan struct{}, 1)
+	o.done = make(chan struct{})
+	o.mu.Lock()
+	o.running = true
+	o.mu.Unlock()
+	go db.obsoleteLoop()
+}
+
+// stopObsoleteLoop removes what is queued and stops the loop; removals
+// after it run inline. Close calls it once the last version is released.
+func (db *DB) stopObsoleteLoop() {
+	o := &db.obsolete
+	o.mu.Lock()
+	if !o.running {
+		o.mu.Unlock()
+		return
+	}
+	o.running = false
+	o.mu.Unlock()
+	close(o.kick)
+	<-o.done
+}
+
+func (db *DB) obsoleteLoop() {
+	o := &db.obsolete
+	defer close(o.done)
+	for range o.kick {
+		db.removeObsoleteBatch()
+	}
+	db.removeObsoleteBatch()
+}
+
+// removeObsoleteBatch removes everything queued so far.
+func (db *DB) removeObsoleteBatch() {
+	o := &db.obsolete
+	o.mu.Lock()
+	tables, below, upTo := o.tables, o.manifestBelow, o.queued
+	o.tables = nil
+	if below <= o.manifestDone {
+		below = 0
+	}
+	o.mu.Unlock()
+	for _, n := range tables {
+		db.removeQuietly(tableName(n))
+		db.metrics.tablesDeleted.Add(1)
+	}
+	if below > 0 {
+		db.removeOldManifests(below)
+	}
+	o.mu.Lock()
+	if below > o.manifestDone {
+		o.manifestDone = below
+	}
+	o.handled = upTo
+	o.idle.Broadcast()
+	o.mu.Unlock()
+}
+
+// waitObsoleteRemoved returns once every file queued before the call is
+// removed (or its removal failed and was logged).
+func (db *DB) waitObsoleteRemoved() {
+	o := &db.obsolete
+	o.mu.Lock()
+	for target := o.queued; o.running && o.handled < target; {
+		o.idle.Wait()
+	}
+	o.mu.Unlock()
+}
+
+// queueObsolete hands table num (if nonzero) and the manifest versions
+// below manifestBelow (if nonzero) to the loop, or removes them inline
+// when it does not run.
+func (db *DB) queueObsolete(num, manifestBelow uint64) {
+	o := &db.obsolete
+	o.mu.Lock()
+	if !o.running {
+		o.mu.Unlock()
+		if num != 0 {
+			db.removeQuietly(tableName(num))
+			db.metrics.tablesDeleted.Add(1)
+		}
+		if manifestBelow != 0 {
+			db.removeOldManifests(manifestBelow)
+		}
+		return
+	}
+	if num != 0 {
+		o.tables = append(o.tables, num)
+	}
+	o.queued++
+	o.manifestBelow = max(o.manifestBelow, manifestBelow)
+	o.mu.Unlock()
+	select {
+	case o.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (db *DB) removeOldManifests(below uint64) {
+	if err := manifest.RemoveOlder(db.store, below); err != nil {
+		db.log.Warn("mayfly: removing old manifest versions", "err", err)
+	}
+}
 
 // removeQuietly removes name, logging (not returning) a failure: the
 // callers remove files no version needs, which the next Open finds again
@@ -22,42 +157,40 @@ func (db *DB) removeQuietly(name string) {
 func (db *DB) deleteObsoleteTable(num uint64) {
 	if g := db.opts.ObsoleteFileGracePeriod; g > 0 {
 		db.graceMu.Lock()
-		db.graceDeletes = append(db.graceDeletes, graceDelete{name: tableName(num), after: time.Now().Add(g)})
+		db.graceDeletes = append(db.graceDeletes, graceDelete{num: num, after: time.Now().Add(g)})
 		db.graceMu.Unlock()
 		return
 	}
-	db.removeQuietly(tableName(num))
-	db.metrics.tablesDeleted.Add(1)
+	db.queueObsolete(num, 0)
 }
 
-// graceDelete is a file to delete once its grace period has passed. The
+// graceDelete is a table to delete once its grace period has passed. The
 // list lives in memory: what a crash forgets, the next Open removes as an
 // orphan.
 type graceDelete struct {
-	name  string
+	num   uint64
 	after time.Time
 }
 
-// sweepGraceDeletes deletes the files whose grace period has passed. What
+// sweepGraceDeletes queues the tables whose grace period has passed. What
 // is still pending at Close is left for the next writer's Open, which
 // removes such files as orphans (again after the grace period).
 func (db *DB) sweepGraceDeletes() {
 	now := time.Now()
 	db.graceMu.Lock()
-	var due []string
+	var due []uint64
 	keep := db.graceDeletes[:0]
 	for _, g := range db.graceDeletes {
 		if now.After(g.after) {
-			due = append(due, g.name)
+			due = append(due, g.num)
 		} else {
 			keep = append(keep, g)
 		}
 	}
 	db.graceDeletes = keep
 	db.graceMu.Unlock()
-	for _, name := range due {
-		db.removeQuietly(name)
-		db.metrics.tablesDeleted.Add(1)
+	for _, num := range due {
+		db.queueObsolete(num, 0)
 	}
 	if db.walGC.due(db.clock.NowMillis()) {
 		db.collectWAL()
