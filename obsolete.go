@@ -56,8 +56,8 @@ func (db *DB) stopObsoleteLoop() {
 		return
 	}
 	o.running = false
+	close(o.kick) // under mu: a queuer that saw running has sent already
 	o.mu.Unlock()
-	close(o.kick)
 	<-o.done
 }
 
@@ -129,11 +129,11 @@ func (db *DB) queueObsolete(num, manifestBelow uint64) {
 	}
 	o.queued++
 	o.manifestBelow = max(o.manifestBelow, manifestBelow)
-	o.mu.Unlock()
-	select {
+	select { // under mu, so that stopObsoleteLoop cannot close kick meanwhile
 	case o.kick <- struct{}{}:
 	default:
 	}
+	o.mu.Unlock()
 }
 
 func (db *DB) removeOldManifests(below uint64) {

@@ -113,3 +113,42 @@ func TestObsoleteRemovalAfterCloseRunsInline(t *testing.T) {
 		t.Errorf("%s is still in storage after the iterator pinning it closed: %v", pinned[0], names)
 	}
 }
+
+// TestObsoleteRemovalRacingClose: iterators that release replaced tables
+// while Close stops the obsolete-file goroutine leave none of them behind,
+// whichever side of the stop each release lands on.
+func TestObsoleteRemovalRacingClose(t *testing.T) {
+	mem := storage.NewMem()
+	db, err := Open("", &Options{Storage: mem, Clock: clock.NewManual(epoch)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var its []*Iterator
+	for i := range 8 {
+		must(t, db.Put([]byte{'k', byte(i)}, []byte("1")))
+		must(t, db.Flush())
+		it, err := db.NewIter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		its = append(its, it)
+		must(t, db.Compact(context.Background(), nil, nil))
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, it := range its {
+			it.Close()
+		}
+	}()
+	must(t, db.Close())
+	<-done
+	names, err := mem.List("sst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only the last compaction's output is live.
+	if len(names) != 1 {
+		t.Errorf("tables left after every iterator closed: %v, want the one live table", names)
+	}
+}
