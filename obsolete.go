@@ -11,7 +11,7 @@ import (
 
 // Obsolete files — tables no version needs and manifest versions older
 // than the one before the newest — are removed on a goroutine of their own
-// (obsoleteFiles.loop). Whoever drops a table's last reference (a read
+// (DB.obsoleteLoop). Whoever drops a table's last reference (a read
 // releasing its read state, a flush or a compaction installing a version)
 // and the manifest writer retiring older versions only queue the names, so
 // that an unlink (on ext4 it frees the file's blocks and cached pages) or a
