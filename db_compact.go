@@ -495,6 +495,10 @@ func (db *DB) runManual(ctx context.Context, pick func(*compaction.Levels, *comp
 	if p == nil {
 		db.manualCompactions--
 		db.mu.Unlock()
+		// Nothing left to do here, perhaps because a background compaction
+		// did it while this call waited: what it replaced is gone on return
+		// all the same.
+		db.waitObsoleteRemoved()
 		return nil
 	}
 	j := db.startPick(p)
@@ -633,6 +637,9 @@ func (db *DB) ReclaimExpired(ctx context.Context) error {
 			return err
 		}
 	}
+	// A background compaction may have dropped or rewritten candidates
+	// while this call looked: their removal is done on return too.
+	db.waitObsoleteRemoved()
 	return nil
 }
 

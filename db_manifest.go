@@ -78,6 +78,7 @@ func (db *DB) logAndApply(e *versionEdit) error {
 			}
 		}
 	}
+	db.installing(true)
 	db.mu.Lock()
 	db.current = next
 	db.minLogNum = minLog
@@ -87,10 +88,10 @@ func (db *DB) logAndApply(e *versionEdit) error {
 	db.cond.Broadcast()
 	db.mu.Unlock()
 	cur.unref()
-
 	if num > 2 {
 		db.queueObsolete(0, num-1)
 	}
+	db.installing(false)
 	return nil
 }
 

@@ -29,6 +29,7 @@ type obsoleteFiles struct {
 	manifestDone  uint64    // versions below this were removed
 	queued        uint64    // queueObsolete calls so far
 	handled       uint64    // of those, the ones whose removal has run
+	installing    int       // logAndApply calls between installing a version and queuing what the old one held
 	running       bool      // loop runs: queue, do not remove inline
 	kick          chan struct{}
 	done          chan struct{}
@@ -97,12 +98,34 @@ func (db *DB) removeObsoleteBatch() {
 }
 
 // waitObsoleteRemoved returns once every file queued before the call is
-// removed (or its removal failed and was logged).
+// removed (or its removal failed and was logged), and first, if a version
+// is being installed, once that install has queued what the version it
+// replaced held: a caller that no longer finds a table in the current
+// version then never returns before the table's removal is queued.
 func (db *DB) waitObsoleteRemoved() {
 	o := &db.obsolete
 	o.mu.Lock()
+	for o.running && o.installing > 0 {
+		o.idle.Wait()
+	}
 	for target := o.queued; o.running && o.handled < target; {
 		o.idle.Wait()
+	}
+	o.mu.Unlock()
+}
+
+// installing brackets logAndApply's install of a version and its release
+// of the version before it (which queues the tables only that one held):
+// begin before the new version is visible, end once the old one is
+// released. waitObsoleteRemoved waits for the end.
+func (db *DB) installing(begin bool) {
+	o := &db.obsolete
+	o.mu.Lock()
+	if begin {
+		o.installing++
+	} else {
+		o.installing--
+		o.idle.Broadcast()
 	}
 	o.mu.Unlock()
 }

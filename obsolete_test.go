@@ -6,8 +6,10 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mayflydb/mayfly/clock"
 	"github.com/mayflydb/mayfly/storage"
@@ -150,5 +152,84 @@ func TestObsoleteRemovalRacingClose(t *testing.T) {
 	// Only the last compaction's output is live.
 	if len(names) != 1 {
 		t.Errorf("tables left after every iterator closed: %v, want the one live table", names)
+	}
+}
+
+// TestCompactionCallsReturnAfterRemoval: Compact, CompactWith and
+// ReclaimExpired return only once the tables they replaced are removed, so
+// the directory shows what they did (usage.md, "Reclaiming expired data";
+// WaitForCompactions: TestReclamationBound). The removal is held on the
+// obsolete-file goroutine: the call must still be waiting when it is.
+func TestCompactionCallsReturnAfterRemoval(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		call func(*DB, *clock.Manual) error
+	}{
+		{"Compact", func(db *DB, _ *clock.Manual) error { return db.Compact(ctx, nil, nil) }},
+		{"CompactWith", func(db *DB, _ *clock.Manual) error {
+			return db.CompactWith(ctx, nil, nil, &CompactOptions{OutputLevel: 3})
+		}},
+		{"ReclaimExpired", func(db *DB, clk *clock.Manual) error {
+			clk.Advance(2 * time.Hour)
+			return db.ReclaimExpired(ctx)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := storage.NewMem()
+			fs := faultfs.New(mem)
+			entered := make(chan struct{}, 64)
+			release := make(chan struct{})
+			var releaseOnce sync.Once
+			letGo := func() { releaseOnce.Do(func() { close(release) }) }
+			var hold atomic.Bool
+			fs.SetHook(func(e faultfs.Event) {
+				if hold.Load() && e.Op == faultfs.OpRemove && e.Phase == faultfs.Before && strings.HasPrefix(e.Name, "sst/") {
+					entered <- struct{}{}
+					<-release
+				}
+			})
+			clk := clock.NewManual(epoch)
+			db, err := Open("", &Options{Storage: fs, Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			defer letGo() // before Close, which waits for the held removal
+			for _, k := range []string{"a", "b"} {
+				must(t, db.PutTTL([]byte(k), []byte("1"), ExpireAfter(time.Hour)))
+				must(t, db.Flush())
+			}
+			before, err := mem.List("sst")
+			if err != nil {
+				t.Fatal(err)
+			}
+			hold.Store(true)
+			done := make(chan error, 1)
+			go func() { done <- tc.call(db, clk) }()
+			select {
+			case <-entered:
+			case err := <-done:
+				t.Fatalf("%s returned (%v) before the removal of any table it replaced began", tc.name, err)
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("%s returned (%v) while the removal of a table it replaced was held", tc.name, err)
+			default:
+			}
+			letGo()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			after, err := mem.List("sst")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range before {
+				if slices.Contains(after, name) {
+					t.Errorf("%s returned with replaced table %s still in storage: %v", tc.name, name, after)
+				}
+			}
+		})
 	}
 }
