@@ -495,10 +495,6 @@ func (db *DB) runManual(ctx context.Context, pick func(*compaction.Levels, *comp
 	if p == nil {
 		db.manualCompactions--
 		db.mu.Unlock()
-		// Nothing left to do here, perhaps because a background compaction
-		// did it while this call waited: what it replaced is gone on return
-		// all the same.
-		db.waitObsoleteRemoved()
 		return nil
 	}
 	j := db.startPick(p)
@@ -508,9 +504,6 @@ func (db *DB) runManual(ctx context.Context, pick func(*compaction.Levels, *comp
 	db.kickCompaction()
 	if err != nil && db.closeCtx.Err() != nil {
 		return ErrClosed
-	}
-	if err == nil {
-		db.waitObsoleteRemoved() // the tables it replaced are gone on return
 	}
 	return err
 }
@@ -575,7 +568,7 @@ func (db *DB) CompactWith(ctx context.Context, lo, hi []byte, opts *CompactOptio
 	if err := db.Flush(); err != nil {
 		return err
 	}
-	return db.runManual(ctx, func(v *compaction.Levels, env *compaction.Env) (*compaction.Pick, bool) {
+	err := db.runManual(ctx, func(v *compaction.Levels, env *compaction.Env) (*compaction.Pick, bool) {
 		if p := compaction.PickRange(v, lo, hi, out, env); p != nil {
 			return p, true
 		}
@@ -583,6 +576,13 @@ func (db *DB) CompactWith(ctx context.Context, lo, hi []byte, opts *CompactOptio
 		// table is busy.
 		return nil, compaction.OverlapThrough(v, out, lo, hi)
 	})
+	if err != nil {
+		return err
+	}
+	// What it replaced is gone on return, also when a background
+	// compaction did the work while this call waited for its tables.
+	db.waitObsoleteRemoved()
+	return nil
 }
 
 // ReclaimExpired removes expired data from disk now: tables whose rows have

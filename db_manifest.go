@@ -78,7 +78,7 @@ func (db *DB) logAndApply(e *versionEdit) error {
 			}
 		}
 	}
-	db.installing(true)
+	db.beginInstall()
 	db.mu.Lock()
 	db.current = next
 	db.minLogNum = minLog
@@ -91,7 +91,7 @@ func (db *DB) logAndApply(e *versionEdit) error {
 	if num > 2 {
 		db.queueObsolete(0, num-1)
 	}
-	db.installing(false)
+	db.endInstall()
 	return nil
 }
 

@@ -81,13 +81,7 @@ func (db *DB) removeObsoleteBatch() {
 		below = 0
 	}
 	o.mu.Unlock()
-	for _, n := range tables {
-		db.removeQuietly(tableName(n))
-		db.metrics.tablesDeleted.Add(1)
-	}
-	if below > 0 {
-		db.removeOldManifests(below)
-	}
+	db.removeObsoleteNow(tables, below)
 	o.mu.Lock()
 	if below > o.manifestDone {
 		o.manifestDone = below
@@ -114,19 +108,22 @@ func (db *DB) waitObsoleteRemoved() {
 	o.mu.Unlock()
 }
 
-// installing brackets logAndApply's install of a version and its release
-// of the version before it (which queues the tables only that one held):
-// begin before the new version is visible, end once the old one is
-// released. waitObsoleteRemoved waits for the end.
-func (db *DB) installing(begin bool) {
+// beginInstall and endInstall bracket logAndApply's install of a version
+// and its release of the version before it (which queues the tables only
+// that one held): begin before the new version is visible, end once the
+// old one is released. waitObsoleteRemoved waits for the end.
+func (db *DB) beginInstall() {
 	o := &db.obsolete
 	o.mu.Lock()
-	if begin {
-		o.installing++
-	} else {
-		o.installing--
-		o.idle.Broadcast()
-	}
+	o.installing++
+	o.mu.Unlock()
+}
+
+func (db *DB) endInstall() {
+	o := &db.obsolete
+	o.mu.Lock()
+	o.installing--
+	o.idle.Broadcast()
 	o.mu.Unlock()
 }
 
@@ -138,13 +135,11 @@ func (db *DB) queueObsolete(num, manifestBelow uint64) {
 	o.mu.Lock()
 	if !o.running {
 		o.mu.Unlock()
+		var tables []uint64
 		if num != 0 {
-			db.removeQuietly(tableName(num))
-			db.metrics.tablesDeleted.Add(1)
+			tables = []uint64{num}
 		}
-		if manifestBelow != 0 {
-			db.removeOldManifests(manifestBelow)
-		}
+		db.removeObsoleteNow(tables, manifestBelow)
 		return
 	}
 	if num != 0 {
@@ -159,8 +154,17 @@ func (db *DB) queueObsolete(num, manifestBelow uint64) {
 	o.mu.Unlock()
 }
 
-func (db *DB) removeOldManifests(below uint64) {
-	if err := manifest.RemoveOlder(db.store, below); err != nil {
+// removeObsoleteNow removes tables and, if manifestBelow is nonzero, the
+// manifest versions below it, on the caller's goroutine.
+func (db *DB) removeObsoleteNow(tables []uint64, manifestBelow uint64) {
+	for _, n := range tables {
+		db.removeQuietly(tableName(n))
+		db.metrics.tablesDeleted.Add(1)
+	}
+	if manifestBelow == 0 {
+		return
+	}
+	if err := manifest.RemoveOlder(db.store, manifestBelow); err != nil {
 		db.log.Warn("mayfly: removing old manifest versions", "err", err)
 	}
 }
