@@ -1226,7 +1226,10 @@ func TestSealAsyncOrdersWrites(t *testing.T) {
 // states for the WAL's chunks are the code's: two own chunks, up to
 // maxBacklog of unwritten appends while a write to the log is slow, and
 // then at most the chunk being written plus the chunks that backlog spans
-// (its last one partly filled).
+// (its last one partly filled), for two segments: at a rotation the old
+// segment drains while the new one fills behind its seal, and the next
+// rotation needs a memtable's worth of appends to the new one, more than
+// it can hold unwritten (RFC 0003, "WAL writer and background flusher").
 func TestDocsWALChunkSizes(t *testing.T) {
 	data, err := os.ReadFile("../docs/usage.md")
 	if err != nil {
@@ -1235,7 +1238,7 @@ func TestDocsWALChunkSizes(t *testing.T) {
 	doc := string(data)
 	mib := func(n int) string { return strconv.FormatFloat(float64(n)/(1<<20), 'f', -1, 64) + " MiB" }
 	for _, want := range []string{
-		"WAL chunks                                    " + mib(2*maxPending) + " (up to " + mib((maxBacklog/maxPending+2)*maxPending) + " while a write to the log is slow)",
+		"WAL chunks                                    " + mib(2*maxPending) + " (up to " + mib(2*(maxBacklog/maxPending+2)*maxPending) + " at defaults while writes to the log are slow)",
 		"up to " + mib(maxBacklog) + " of later writes wait in memory for it",
 	} {
 		if !strings.Contains(doc, want) {
