@@ -39,8 +39,8 @@ type MemoryMetrics struct {
 	// IndexBlocks is the whole index blocks held by compaction iterators
 	// and while point indexes are built.
 	IndexBlocks int64
-	// WAL is the WAL writers' pending-append buffers (two per open WAL at
-	// most).
+	// WAL is the WAL writers' pending-append chunks: two per open WAL, and
+	// spill chunks while a write to the log is slow.
 	WAL int64
 	// ObjectWriters is the write buffers of SSTable files being written,
 	// and those idle in the storage's free list.

@@ -1,8 +1,8 @@
 package wal
 
-// The Writer: two pending buffers, a background flusher that hands them to
-// the log, and the synced appends (WriteSync, Sync, Seal) that write from
-// the caller and record what is durable in sync marks.
+// The Writer: pending chunks, a background flusher that hands them to the
+// log, and the synced appends (WriteSync, Sync, Seal) that write from the
+// caller and record what is durable in sync marks.
 
 import (
 	"errors"
@@ -16,18 +16,27 @@ import (
 	"github.com/mayflydb/mayfly/storage"
 )
 
-// maxPending bounds the bytes appended but not yet handed to the log; an
-// Append beyond it waits for the flusher. Each Writer has two buffers of
-// maxPending bytes (one filling while the flusher writes the other),
-// mapped outside the Go heap (internal/manual) at the first Write and
-// unmapped by Close, so they cost their touched pages of resident memory
-// rather than up to twice their size under the garbage collector's heap
-// goal; a light writer that never fills a buffer touches only the pages it
-// uses. A single write larger than maxPending into an empty buffer gets a
-// Go heap buffer of its own, dropped after its write. A smaller bound makes
-// bulk loads wait for the flusher more often (RFC 0003, "WAL writer and
-// background flusher").
+// maxPending is the size of a pending chunk: appends fill a chunk, and the
+// flusher hands one chunk to the log per write. Each Writer has two own
+// chunks (one filling while the flusher writes the other), mapped outside
+// the Go heap (internal/manual) at the first Write and unmapped by Close, so
+// they cost their touched pages of resident memory rather than up to twice
+// their size under the garbage collector's heap goal; a light writer that
+// never fills a chunk touches only the pages it uses. While a write to the
+// log is slow and both own chunks are in use, appends go on into spill
+// chunks, mapped as they are needed and unmapped once written. An append
+// larger than maxPending gets a Go heap chunk of its own, dropped after its
+// write.
 const maxPending = 512 << 10
+
+// maxBacklog bounds the bytes appended but not yet handed to the log (the
+// chunk being written is not counted): an append that would pass it waits
+// for the flusher, unless nothing is pending. It lets commits ride out a
+// write to the log that takes milliseconds (a page-cache write behind the
+// compactions' writeback) instead of waiting for it, while a log that
+// cannot keep up at all still holds its writers back (RFC 0003, "WAL writer
+// and background flusher").
+const maxBacklog = 8 * maxPending
 
 // gatherBytes ends a flusher's hold early: with a minimum write interval
 // set, the flusher writes as soon as this many bytes are pending, without
@@ -37,30 +46,33 @@ const gatherBytes = 32 << 10
 
 // Writer appends records to one segment. Records appended with Write are
 // handed to the operating system by a background flusher goroutine, which
-// writes whatever has accumulated each time it runs, so that one write
-// system call serves many commits. WriteSync and Sync write what is pending
-// from the calling goroutine instead (unless the flusher is writing at that
-// moment) and then make everything durable, so that a synced commit costs
-// one write and one sync system call and no hand-off to the flusher and back
-// (two goroutine wake-ups, each a futex call and a thread switch). With a
-// minimum write interval (SetMinWriteInterval), the flusher writes at most
-// once per interval unless gatherBytes are pending: bytes appended within
-// the interval after its last write wait for the interval to end, so that
-// under a steady stream of commits one write system call serves more of
-// them, while a commit after a quiet interval is written at once. Flush,
-// WriteSync and Close never wait for the interval. Only one
-// write to the log is in progress at a time, so records reach it in the
-// order they were appended. Write, WriteSync, Flush, Sync and Close are
-// safe for concurrent use.
+// writes what has accumulated, a chunk at a time, each time it runs, so
+// that one write system call serves many commits. WriteSync and Sync write
+// what is pending from the calling goroutine instead (unless the flusher is
+// writing at that moment) and then make everything durable, so that a
+// synced commit costs one write and one sync system call and no hand-off to
+// the flusher and back (two goroutine wake-ups, each a futex call and a
+// thread switch). With a minimum write interval (SetMinWriteInterval), the
+// flusher writes at most once per interval unless gatherBytes are pending:
+// bytes appended within the interval after its last write wait for the
+// interval to end, so that under a steady stream of commits one write
+// system call serves more of them, while a commit after a quiet interval is
+// written at once. Flush, WriteSync and Close never wait for the interval.
+// Only one write to the log is in progress at a time, so records reach it
+// in the order they were appended. Write, WriteSync, Flush, Sync and Close
+// are safe for concurrent use.
 type Writer struct {
 	lw storage.LogWriter
 
 	mu       sync.Mutex
 	work     *sync.Cond // to the flusher: bytes are pending, a write ended, or closing
 	progress *sync.Cond // to waiters: a write to lw ended
-	pending  []byte     // appended, not yet written; nil until the next append
-	own      [2][]byte  // the manual buffers (nil until needed), freed by Close
-	idle     [][]byte   // own buffers in use by nobody
+	pending  []byte     // the chunk appends go to; nil until the next append
+	full     [][]byte   // chunks filled before pending, oldest first, not being written
+	backlog  int        // bytes in full and pending
+	waits    int        // appends that waited at maxBacklog
+	own      [2][]byte  // the own chunks (nil until needed), freed by Close
+	idle     [][]byte   // own chunks in use by nobody
 	writing  bool       // a write to lw is in progress (flusher or WriteSync)
 	appended int64      // bytes appended, header included
 	written  int64      // bytes handed to lw
@@ -87,10 +99,9 @@ func CreateLog(s storage.Storage, name string) (storage.LogWriter, error) {
 	return storage.CreateLogPreallocated(s, name)
 }
 
-// takeBuf returns an empty buffer of maxPending bytes for appends: an idle
-// own buffer, or a newly mapped one. It is called only while pending is nil,
-// when at most one own buffer (the one being written) is in use, so one of
-// the two is idle or not yet mapped. The caller holds mu.
+// takeBuf returns an empty chunk of maxPending bytes for appends: an idle
+// own chunk, an own chunk mapped now, or, while both own chunks hold bytes
+// (one being written, one full), a spill chunk. The caller holds mu.
 func (w *Writer) takeBuf() []byte {
 	if n := len(w.idle); n > 0 {
 		b := w.idle[n-1]
@@ -104,21 +115,36 @@ func (w *Writer) takeBuf() []byte {
 			return w.own[i][:0]
 		}
 	}
-	panic("wal: both pending buffers in use") // see above: cannot happen
+	return manual.NewFor(manual.PurposeWAL, maxPending)[:0]
 }
 
-// recycle takes back a buffer that no longer holds pending bytes: an own
-// buffer becomes idle, a one-off Go heap buffer is dropped. The caller
-// holds mu.
-func (w *Writer) recycle(b []byte) {
-	if b == nil || cap(b) != maxPending {
-		return
-	}
+// isOwn reports whether b is one of the own chunks.
+func (w *Writer) isOwn(b []byte) bool {
 	for _, o := range w.own {
 		if o != nil && unsafe.SliceData(o) == unsafe.SliceData(b) {
-			w.idle = append(w.idle, b[:0])
-			return
+			return true
 		}
+	}
+	return false
+}
+
+// isSpill reports whether b is a spill chunk, mapped by takeBuf and to be
+// unmapped once written: a chunk of maxPending bytes that is not an own
+// one (a Go heap chunk holds more than maxPending).
+func (w *Writer) isSpill(b []byte) bool {
+	return b != nil && cap(b) == maxPending && !w.isOwn(b)
+}
+
+// recycle takes back a chunk that no longer holds pending bytes: an own
+// chunk becomes idle, a spill chunk is unmapped, a one-off Go heap chunk is
+// dropped. The caller holds mu.
+func (w *Writer) recycle(b []byte) {
+	switch {
+	case b == nil || cap(b) != maxPending:
+	case w.isOwn(b):
+		w.idle = append(w.idle, b[:0])
+	default:
+		manual.FreeFor(manual.PurposeWAL, b)
 	}
 }
 
@@ -170,7 +196,7 @@ func (w *Writer) flushLoop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for {
-		for (len(w.pending) == 0 || w.writing) && !w.closing {
+		for (w.backlog == 0 || w.writing) && !w.closing {
 			w.work.Wait()
 		}
 		if w.shouldHold() {
@@ -180,7 +206,7 @@ func (w *Writer) flushLoop() {
 		for w.writing { // closing: let a WriteSync finish first
 			w.work.Wait()
 		}
-		if len(w.pending) == 0 || w.err != nil {
+		if w.backlog == 0 || w.err != nil {
 			return // closing and drained, or failed
 		}
 		w.writePending()
@@ -194,7 +220,7 @@ func (w *Writer) flushLoop() {
 // to gather more: the rest of the interval since its last write, or 0 to
 // write now. The caller holds mu.
 func (w *Writer) holdFor() time.Duration {
-	if w.interval == 0 || w.closing || w.hurry || len(w.pending) >= gatherBytes {
+	if w.interval == 0 || w.closing || w.hurry || w.backlog >= gatherBytes {
 		return 0
 	}
 	return max(w.interval-time.Since(w.lastWrite), 0)
@@ -239,17 +265,29 @@ func (w *Writer) endHold() {
 // pending bytes are still short of gatherBytes (its timer wakes it).
 // The caller holds mu.
 func (w *Writer) wake() {
-	if !w.holding || len(w.pending) >= gatherBytes {
+	if !w.holding || w.backlog >= gatherBytes {
 		w.work.Signal()
 	}
 }
 
-// writePending hands the pending bytes to lw. The caller holds mu, which
-// is released during the write, and no write is in progress.
+// writePending hands the oldest pending chunk to lw. The caller holds mu,
+// which is released during the write, and no write is in progress.
 func (w *Writer) writePending() {
-	buf := w.pending
-	w.pending = nil // the next append takes the other buffer
-	w.hurry = false // this write covers every byte a Flush waits for
+	var buf []byte
+	if n := len(w.full); n > 0 {
+		buf = w.full[0]
+		copy(w.full, w.full[1:])
+		w.full[n-1] = nil
+		w.full = w.full[:n-1]
+	} else {
+		buf = w.pending
+		w.pending = nil // the next append takes another chunk
+	}
+	w.backlog -= len(buf)
+	if w.backlog == 0 {
+		w.hurry = false // this write covers every byte a Flush waits for
+	}
+	spill := w.isSpill(buf)
 	w.writing = true
 	if w.interval > 0 {
 		w.lastWrite = time.Now()
@@ -269,15 +307,20 @@ func (w *Writer) writePending() {
 	if err == nil && n != len(buf) {
 		err = io.ErrShortWrite
 	}
+	if spill {
+		manual.FreeFor(manual.PurposeWAL, buf) // outside mu: nothing else refers to it
+	}
 	w.mu.Lock()
 	w.writing = false
 	w.written += int64(n)
-	w.recycle(buf)
+	if !spill {
+		w.recycle(buf)
+	}
 	if err != nil && w.err == nil {
 		w.err = fmt.Errorf("wal: write failed, segment is no longer writable: %w", err)
 	}
 	w.progress.Broadcast()
-	if len(w.pending) > 0 || w.closing {
+	if w.backlog > 0 || w.closing {
 		w.work.Signal() // bytes appended during the write, or Close waiting
 	}
 }
@@ -307,9 +350,10 @@ func (w *Writer) appendLocked(records []byte) error {
 		}
 		return len(records)
 	}
-	// Wait while the bytes would take the pending buffer past maxPending
-	// (an oversized write into an empty buffer goes through).
-	for w.err == nil && !w.closing && len(w.pending) > 0 && len(w.pending)+size() > maxPending {
+	// Wait while the bytes would take the backlog past maxBacklog (an
+	// oversized write with nothing pending goes through).
+	for w.err == nil && !w.closing && w.backlog > 0 && w.backlog+size() > maxBacklog {
+		w.waits++
 		w.progress.Wait()
 	}
 	if w.err != nil {
@@ -322,22 +366,27 @@ func (w *Writer) appendLocked(records []byte) error {
 		return ErrSealed
 	}
 	n := size()
+	if len(w.pending) > 0 && len(w.pending)+n > maxPending {
+		w.full = append(w.full, w.pending) // full: the bytes go to the next chunk
+		w.pending = nil
+	}
 	if n > maxPending {
-		// The wait left pending empty: the bytes get a Go heap buffer of
-		// their own, dropped after its write.
+		// The bytes get a Go heap chunk of their own, dropped after its
+		// write (an empty chunk taken before is given back).
 		w.recycle(w.pending)
 		w.pending = make([]byte, 0, n)
 	} else if w.pending == nil {
 		w.pending = w.takeBuf()
 	}
-	// The wait guarantees the bytes fit, so append never moves an own
-	// buffer to the Go heap.
+	// The bytes fit in the chunk, so append never moves an own or spill
+	// chunk to the Go heap.
 	if w.synced > w.marked {
 		w.pending = appendSyncMark(w.pending, w.synced)
 		w.marked = w.synced
 	}
 	w.pending = append(w.pending, records...)
 	w.appended += int64(n)
+	w.backlog += n
 	return nil
 }
 
@@ -539,11 +588,16 @@ func (w *Writer) Close() error {
 		w.err = errors.New("wal: writer is closed")
 	}
 	// The flusher has exited with nothing pending and no write in
-	// progress (or after a failed one), and every later call fails before
-	// it touches a buffer (w.err is set), so nothing refers to the own
-	// buffers any more: this is their only Free, and a second Close
-	// returns above.
-	w.pending, w.idle = nil, nil
+	// progress (or after a failed one, which may leave chunks pending), and
+	// every later call fails before it touches a chunk (w.err is set), so
+	// nothing refers to the chunks any more: this is their only Free, and a
+	// second Close returns above.
+	for _, b := range append(w.full, w.pending) {
+		if w.isSpill(b) {
+			w.recycle(b)
+		}
+	}
+	w.pending, w.full, w.idle, w.backlog = nil, nil, nil, 0
 	for i, b := range w.own {
 		manual.FreeFor(manual.PurposeWAL, b)
 		w.own[i] = nil

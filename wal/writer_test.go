@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -129,9 +131,9 @@ func benchAppend(b *testing.B, size int, sync bool) {
 }
 
 // TestWritesAroundMaxPending round-trips a mix of small records and records
-// larger than maxPending, written without syncs in between, so that Write
-// both waits for the flusher (the pending buffer would pass maxPending) and
-// passes an oversized write into an empty buffer; every record must come
+// larger than maxPending, written without syncs in between, so that appends
+// fill chunks, spill past the own ones while the flusher writes, and pass
+// oversized records in Go heap chunks of their own; every record must come
 // back in order.
 func TestWritesAroundMaxPending(t *testing.T) {
 	s := storage.NewMem()
@@ -334,8 +336,9 @@ func TestWriterFreesBuffersOnErrorAndPendingClose(t *testing.T) {
 // pending buffer meanwhile.
 type gateLog struct {
 	failLog
-	entered chan struct{} // receives once per gated Write, before it waits
-	gate    chan struct{} // closed to let writes through
+	entered chan struct{}     // receives once per gated Write, before it waits
+	gate    chan struct{}     // closed to let writes through
+	inner   storage.LogWriter // if set, the writes go on to it
 }
 
 func (g *gateLog) Write(p []byte) (int, error) {
@@ -343,7 +346,18 @@ func (g *gateLog) Write(p []byte) (int, error) {
 		g.entered <- struct{}{}
 		<-g.gate
 	}
+	if g.inner != nil {
+		g.writes++
+		return g.inner.Write(p)
+	}
 	return g.failLog.Write(p)
+}
+
+func (g *gateLog) Close() error {
+	if g.inner != nil {
+		return g.inner.Close()
+	}
+	return nil
 }
 
 // TestPendingBufferGrowsToMaxPending: while the flusher is stuck in a write,
@@ -378,6 +392,81 @@ func TestPendingBufferGrowsToMaxPending(t *testing.T) {
 	}
 	if g.writes != 3 {
 		t.Fatalf("%d log writes, want 3 (header, first record, the piled-up records)", g.writes)
+	}
+}
+
+// TestSpillWhileLogIsSlow: while the flusher is stuck in a write, appends
+// do not wait for it: they fill the other own chunk and go on into spill
+// chunks, up to maxBacklog bytes. The append that would pass maxBacklog
+// waits until the log takes a chunk. Once the log is fast again every
+// record reaches it in order, one chunk per write, and the spill chunks
+// are unmapped as they are written.
+func TestSpillWhileLogIsSlow(t *testing.T) {
+	b0, n0 := manual.Allocated()
+	s := storage.NewMem()
+	lw, err := s.CreateLog("000011.wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gateLog{entered: make(chan struct{}, 64), gate: make(chan struct{})}
+	g.inner = lw
+	w, err := NewWriter(g, testSeg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var payloads [][]byte
+	record := func(i int) []byte {
+		p := make([]byte, 1000)
+		binary.LittleEndian.PutUint64(p, uint64(i))
+		payloads = append(payloads, p)
+		return AppendRecord(nil, p)
+	}
+	if err := w.Write(record(0)); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered // the flusher holds the first own chunk until the gate opens
+	recLen := len(AppendRecord(nil, make([]byte, 1000)))
+	perChunk := maxPending / recLen
+	fit := maxBacklog / recLen
+	for i := 1; i <= fit; i++ { // a wait here would hang the test
+		if err := w.Write(record(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chunks := (fit + perChunk - 1) / perChunk
+	if b, n := manual.Allocated(); n-n0 <= 2 || n-n0 != int64(1+chunks) || b-b0 != int64(1+chunks)*maxPending {
+		t.Fatalf("with the log stuck: %d manual bytes in %d chunks, want %d chunks of %d (the one being written and %d filled, spill chunks among them)",
+			b-b0, n-n0, 1+chunks, maxPending, chunks)
+	}
+	size := w.Size()
+	over := make(chan error, 1)
+	go func() { over <- w.Write(record(fit + 1)) }()
+	waitUntil(t, "the append past maxBacklog to wait", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.waits == 1
+	})
+	if got := w.Size(); got != size {
+		t.Fatalf("an append past maxBacklog went in without waiting: size %d -> %d", size, got)
+	}
+	close(g.gate)
+	if err := <-over; err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkManualFreed(t, b0, n0)
+	// The header, the first record alone, then one write per chunk.
+	if want := 2 + chunks + 1; g.writes < want-1 || g.writes > want {
+		t.Fatalf("%d log writes, want %d or %d (header, first record, a chunk each)", g.writes, want-1, want)
+	}
+	got, res, err := replayAll(t, s, "000011.wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !samePayloads(got, payloads) || res.Torn() {
+		t.Fatalf("replayed %d of %d records (torn %v)", len(got), len(payloads), res.Torn())
 	}
 }
 
@@ -887,7 +976,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 func (w *Writer) isHolding() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.holding && len(w.pending) > 0
+	return w.holding && w.backlog > 0
 }
 
 // TestMinWriteInterval: with a minimum write interval (an hour, so that it
@@ -1130,5 +1219,30 @@ func TestSealAsyncOrdersWrites(t *testing.T) {
 	b.Close()
 	if g.writes != 3 || fl.writes != 2 {
 		t.Fatalf("older log took %d writes, newer %d; want 3 (header, record, seal) and 2 (header, record)", g.writes, fl.writes)
+	}
+}
+
+// TestDocsWALChunkSizes: the memory and the crash window docs/usage.md
+// states for the WAL's chunks are the code's: two own chunks, up to
+// maxBacklog of unwritten appends while a write to the log is slow, and
+// then at most the chunk being written plus the chunks that backlog spans
+// (its last one partly filled), for two segments: at a rotation the old
+// segment drains while the new one fills behind its seal, and the next
+// rotation needs a memtable's worth of appends to the new one, more than
+// it can hold unwritten (RFC 0003, "WAL writer and background flusher").
+func TestDocsWALChunkSizes(t *testing.T) {
+	data, err := os.ReadFile("../docs/usage.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	mib := func(n int) string { return strconv.FormatFloat(float64(n)/(1<<20), 'f', -1, 64) + " MiB" }
+	for _, want := range []string{
+		"WAL chunks                                    " + mib(2*maxPending) + " (up to " + mib(2*(maxBacklog/maxPending+2)*maxPending) + " at defaults while writes to the log are slow)",
+		"up to " + mib(maxBacklog) + " of later writes wait in memory for it",
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/usage.md does not say %q", want)
+		}
 	}
 }
