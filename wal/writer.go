@@ -32,10 +32,9 @@ const maxPending = 512 << 10
 // maxBacklog bounds the bytes appended but not yet handed to the log (the
 // chunk being written is not counted): an append that would pass it waits
 // for the flusher, unless nothing is pending. It lets commits ride out a
-// write to the log that takes milliseconds (a page-cache write behind the
-// compactions' writeback) instead of waiting for it, while a log that
-// cannot keep up at all still holds its writers back (RFC 0003, "WAL writer
-// and background flusher").
+// write to the log that takes milliseconds on a loaded machine instead of
+// waiting for it, while a log that cannot keep up at all still holds its
+// writers back (RFC 0003, "WAL writer and background flusher").
 const maxBacklog = 8 * maxPending
 
 // gatherBytes ends a flusher's hold early: with a minimum write interval
