@@ -1239,7 +1239,7 @@ func TestDocsWALChunkSizes(t *testing.T) {
 	mib := func(n int) string { return strconv.FormatFloat(float64(n)/(1<<20), 'f', -1, 64) + " MiB" }
 	for _, want := range []string{
 		"WAL chunks                                    " + mib(2*maxPending) + " (up to " + mib(2*(maxBacklog/maxPending+2)*maxPending) + " at defaults while writes to the log are slow)",
-		"up to " + mib(maxBacklog) + " of later writes wait in memory for it",
+		"up to " + mib(maxBacklog) + " of later writes per segment wait in memory for it",
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("docs/usage.md does not say %q", want)
