@@ -69,7 +69,7 @@ type Writer struct {
 	pending  []byte     // the chunk appends go to; nil until the next append
 	full     [][]byte   // chunks filled before pending, oldest first, not being written
 	backlog  int        // bytes in full and pending
-	waits    int        // appends that waited at maxBacklog
+	waits    int        // waits of appends at maxBacklog, one per wake-up
 	own      [2][]byte  // the own chunks (nil until needed), freed by Close
 	idle     [][]byte   // own chunks in use by nobody
 	writing  bool       // a write to lw is in progress (flusher or WriteSync)
