@@ -197,6 +197,7 @@ func (db *DB) startLogSegment(lw storage.LogWriter, num uint64) (*wal.Writer, er
 		return nil, err
 	}
 	w.SetMinWriteInterval(db.opts.WALMinWriteInterval)
+	w.CountWaits(&db.metrics.walBacklogWaits)
 	db.metrics.walSegmentsCreated.Add(1)
 	db.opts.EventListener.walCreated(logName(num))
 	return w, nil

@@ -3,8 +3,10 @@ package mayfly
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -218,5 +220,73 @@ func TestSpareSegmentOpensCleanly(t *testing.T) {
 	}
 	if db2.logNum <= spare {
 		t.Fatalf("reopened writer uses segment %d, not above the spare %d", db2.logNum, spare)
+	}
+}
+
+// TestWALBacklogWaitsCounted: while the log's writes are held, unsynced
+// commits go on without waiting until 4 MiB of the WAL are unwritten (the
+// WAL's spill chunks); the commit past that waits, and Metrics counts it in
+// WALBacklogWaits. Once the log is released every write lands and reads
+// back.
+func TestWALBacklogWaitsCounted(t *testing.T) {
+	fs := faultfs.New(storage.NewMem())
+	var hold atomic.Bool
+	release := make(chan struct{})
+	fs.SetHook(func(e faultfs.Event) {
+		if e.Phase == faultfs.Before && e.Op == faultfs.OpLogWrite && hold.Load() {
+			<-release
+		}
+	})
+	db := openTestDB(t, "", clock.NewManual(epoch), func(o *Options) {
+		o.Storage = fs
+		o.MemtableSize = 64 << 20 // no rotation: its new segment's header would be held too
+	})
+	defer db.Close()
+	var releaseOnce sync.Once
+	open := func() { releaseOnce.Do(func() { close(release) }) }
+	defer open() // before Close, which writes the held bytes, on a failure too
+	if got := db.Metrics().WALBacklogWaits; got != 0 {
+		t.Fatalf("WALBacklogWaits %d before any write, want 0", got)
+	}
+	hold.Store(true)
+	value := make([]byte, 1024)
+	const puts = 6000 // about 6 MiB of records, past the 4 MiB bound
+	var done atomic.Int64
+	wrote := make(chan error, 1)
+	go func() {
+		for i := range puts {
+			if err := db.Put(fmt.Appendf(nil, "k%05d", i), value); err != nil {
+				wrote <- err
+				return
+			}
+			done.Add(1)
+		}
+		wrote <- nil
+	}()
+	for db.Metrics().WALBacklogWaits == 0 {
+		select {
+		case err := <-wrote:
+			t.Fatalf("all %d puts returned (err %v) while the log's writes were held: none waited", puts, err)
+		default:
+			runtime.Gosched()
+		}
+	}
+	// The puts before the waiting one did not wait for the log: the
+	// records they appended while its writes were held came to the 4 MiB
+	// bound, less at most one record (the one that waited did not fit).
+	if b := db.Metrics().WALBytes; b < 4<<20-4<<10 {
+		t.Fatalf("only %d KiB of WAL records (%d puts) were appended before a put waited for the held log, want about 4 MiB", b>>10, done.Load())
+	}
+	open()
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	if got := db.Metrics().WALBacklogWaits; got < 1 {
+		t.Fatalf("WALBacklogWaits %d, want at least 1", got)
+	}
+	for _, i := range []int{0, puts / 2, puts - 1} {
+		if v, err := db.Get(fmt.Appendf(nil, "k%05d", i)); err != nil || len(v) != len(value) {
+			t.Fatalf("key %d after the log was released: %d bytes, %v", i, len(v), err)
+		}
 	}
 }

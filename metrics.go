@@ -19,7 +19,7 @@ type metricsCounters struct {
 	bloomNegatives, bloomFalsePositives    atomic.Uint64
 	walBytes, walSyncs                     atomic.Uint64
 	walSegmentsCreated, walRecordsReplayed atomic.Uint64
-	walTornTails                           atomic.Uint64
+	walTornTails, walBacklogWaits          atomic.Uint64
 	walRecordsDropped, walBytesDropped     atomic.Uint64
 	flushes, flushBytes                    atomic.Uint64
 	compactions                            atomic.Uint64
@@ -107,6 +107,11 @@ type Metrics struct {
 	WALBytes           uint64 // bytes appended to the WAL
 	WALSyncs           uint64 // WAL fsyncs (one per synced commit group)
 	WALSegmentsCreated uint64
+	// WALBacklogWaits counts the commits that waited for the WAL's
+	// flusher because 4 MiB of appended records were not yet written:
+	// the log is not keeping up (RFC 0003, "WAL writer and background
+	// flusher"). Below that bound commits do not wait for the log.
+	WALBacklogWaits    uint64
 	WALRecordsReplayed uint64 // records recovered at Open
 	WALTornTails       uint64 // torn tail records dropped at Open
 	// WALRecordsDropped and WALBytesDropped count what Open's WAL recovery
@@ -208,6 +213,7 @@ func (db *DB) Metrics() Metrics {
 		BloomNegatives: c.bloomNegatives.Load(), BloomFalsePositives: c.bloomFalsePositives.Load(),
 		WALBytes: c.walBytes.Load(), WALSyncs: c.walSyncs.Load(),
 		WALSegmentsCreated: c.walSegmentsCreated.Load(), WALRecordsReplayed: c.walRecordsReplayed.Load(),
+		WALBacklogWaits:   c.walBacklogWaits.Load(),
 		WALTornTails:      c.walTornTails.Load(),
 		WALRecordsDropped: c.walRecordsDropped.Load(), WALBytesDropped: c.walBytesDropped.Load(),
 		Flushes: c.flushes.Load(), FlushBytes: c.flushBytes.Load(),

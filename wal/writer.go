@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -64,22 +65,23 @@ type Writer struct {
 	lw storage.LogWriter
 
 	mu       sync.Mutex
-	work     *sync.Cond // to the flusher: bytes are pending, a write ended, or closing
-	progress *sync.Cond // to waiters: a write to lw ended
-	pending  []byte     // the chunk appends go to; nil until the next append
-	full     [][]byte   // chunks filled before pending, oldest first, not being written
-	backlog  int        // bytes in full and pending
-	waits    int        // waits of appends at maxBacklog, one per wake-up
-	own      [2][]byte  // the own chunks (nil until needed), freed by Close
-	idle     [][]byte   // own chunks in use by nobody
-	writing  bool       // a write to lw is in progress (flusher or WriteSync)
-	appended int64      // bytes appended, header included
-	written  int64      // bytes handed to lw
-	synced   int64      // bytes [0, synced) are durable: the largest target of a completed Sync
-	marked   int64      // the value of the last sync mark appended (HeaderSize before the first)
-	sealed   bool       // Seal appended the seal: no more appends
-	after    *SealSync  // an older segment's seal sync, which every Sync waits for first
-	err      error      // sticky: after a failed write the segment's tail is unknown
+	work     *sync.Cond     // to the flusher: bytes are pending, a write ended, or closing
+	progress *sync.Cond     // to waiters: a write to lw ended
+	pending  []byte         // the chunk appends go to; nil until the next append
+	full     [][]byte       // chunks filled before pending, oldest first, not being written
+	backlog  int            // bytes in full and pending
+	waits    int            // appends that waited at maxBacklog
+	waitsTo  *atomic.Uint64 // also counts them, if set (CountWaits)
+	own      [2][]byte      // the own chunks (nil until needed), freed by Close
+	idle     [][]byte       // own chunks in use by nobody
+	writing  bool           // a write to lw is in progress (flusher or WriteSync)
+	appended int64          // bytes appended, header included
+	written  int64          // bytes handed to lw
+	synced   int64          // bytes [0, synced) are durable: the largest target of a completed Sync
+	marked   int64          // the value of the last sync mark appended (HeaderSize before the first)
+	sealed   bool           // Seal appended the seal: no more appends
+	after    *SealSync      // an older segment's seal sync, which every Sync waits for first
+	err      error          // sticky: after a failed write the segment's tail is unknown
 	closing  bool
 	done     chan struct{}
 
@@ -180,6 +182,14 @@ func (w *Writer) SetMinWriteInterval(d time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.interval = max(d, 0)
+}
+
+// CountWaits makes every later append that waits at the backlog bound
+// (maxBacklog: the log is not keeping up) add one to c as well.
+func (w *Writer) CountWaits(c *atomic.Uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.waitsTo = c
 }
 
 // MinWriteInterval returns the interval SetMinWriteInterval set.
@@ -351,8 +361,13 @@ func (w *Writer) appendLocked(records []byte) error {
 	}
 	// Wait while the bytes would take the backlog past maxBacklog (an
 	// oversized write with nothing pending goes through).
-	for w.err == nil && !w.closing && w.backlog > 0 && w.backlog+size() > maxBacklog {
-		w.waits++
+	for waited := false; w.err == nil && !w.closing && w.backlog > 0 && w.backlog+size() > maxBacklog; waited = true {
+		if !waited {
+			w.waits++
+			if w.waitsTo != nil {
+				w.waitsTo.Add(1)
+			}
+		}
 		w.progress.Wait()
 	}
 	if w.err != nil {
