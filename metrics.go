@@ -108,9 +108,10 @@ type Metrics struct {
 	WALSyncs           uint64 // WAL fsyncs (one per synced commit group)
 	WALSegmentsCreated uint64
 	// WALBacklogWaits counts the commits that waited for the WAL's
-	// flusher because 4 MiB of appended records were not yet written:
-	// the log is not keeping up (RFC 0003, "WAL writer and background
-	// flusher"). Below that bound commits do not wait for the log.
+	// flusher because its backlog of unwritten records reached its bound
+	// (wal.MaxBacklog): the log is not keeping up (RFC 0003, "WAL writer
+	// and background flusher"). Below the bound commits do not wait for
+	// the log.
 	WALBacklogWaits    uint64
 	WALRecordsReplayed uint64 // records recovered at Open
 	WALTornTails       uint64 // torn tail records dropped at Open

@@ -30,13 +30,13 @@ import (
 // write.
 const maxPending = 512 << 10
 
-// maxBacklog bounds the bytes appended but not yet handed to the log (the
+// MaxBacklog bounds the bytes appended but not yet handed to the log (the
 // chunk being written is not counted): an append that would pass it waits
 // for the flusher, unless nothing is pending. It lets commits ride out a
 // write to the log that takes milliseconds on a loaded machine instead of
 // waiting for it, while a log that cannot keep up at all still holds its
 // writers back (RFC 0003, "WAL writer and background flusher").
-const maxBacklog = 8 * maxPending
+const MaxBacklog = 8 * maxPending
 
 // gatherBytes ends a flusher's hold early: with a minimum write interval
 // set, the flusher writes as soon as this many bytes are pending, without
@@ -70,8 +70,7 @@ type Writer struct {
 	pending  []byte         // the chunk appends go to; nil until the next append
 	full     [][]byte       // chunks filled before pending, oldest first, not being written
 	backlog  int            // bytes in full and pending
-	waits    int            // appends that waited at maxBacklog
-	waitsTo  *atomic.Uint64 // also counts them, if set (CountWaits)
+	waits    *atomic.Uint64 // counts the appends that waited at MaxBacklog, if set (CountWaits)
 	own      [2][]byte      // the own chunks (nil until needed), freed by Close
 	idle     [][]byte       // own chunks in use by nobody
 	writing  bool           // a write to lw is in progress (flusher or WriteSync)
@@ -185,11 +184,11 @@ func (w *Writer) SetMinWriteInterval(d time.Duration) {
 }
 
 // CountWaits makes every later append that waits at the backlog bound
-// (maxBacklog: the log is not keeping up) add one to c as well.
+// (MaxBacklog: the log is not keeping up) add one to c as well.
 func (w *Writer) CountWaits(c *atomic.Uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.waitsTo = c
+	w.waits = c
 }
 
 // MinWriteInterval returns the interval SetMinWriteInterval set.
@@ -359,14 +358,11 @@ func (w *Writer) appendLocked(records []byte) error {
 		}
 		return len(records)
 	}
-	// Wait while the bytes would take the backlog past maxBacklog (an
+	// Wait while the bytes would take the backlog past MaxBacklog (an
 	// oversized write with nothing pending goes through).
-	for waited := false; w.err == nil && !w.closing && w.backlog > 0 && w.backlog+size() > maxBacklog; waited = true {
-		if !waited {
-			w.waits++
-			if w.waitsTo != nil {
-				w.waitsTo.Add(1)
-			}
+	for waited := false; w.err == nil && !w.closing && w.backlog > 0 && w.backlog+size() > MaxBacklog; waited = true {
+		if !waited && w.waits != nil {
+			w.waits.Add(1)
 		}
 		w.progress.Wait()
 	}
@@ -607,9 +603,7 @@ func (w *Writer) Close() error {
 	// nothing refers to the chunks any more: this is their only Free, and a
 	// second Close returns above.
 	for _, b := range append(w.full, w.pending) {
-		if w.isSpill(b) {
-			w.recycle(b)
-		}
+		w.recycle(b) // spill chunks are unmapped; own ones are freed below
 	}
 	w.pending, w.full, w.idle, w.backlog = nil, nil, nil, 0
 	for i, b := range w.own {

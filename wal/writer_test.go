@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -397,7 +398,7 @@ func TestPendingBufferGrowsToMaxPending(t *testing.T) {
 
 // TestSpillWhileLogIsSlow: while the flusher is stuck in a write, appends
 // do not wait for it: they fill the other own chunk and go on into spill
-// chunks, up to maxBacklog bytes. The append that would pass maxBacklog
+// chunks, up to MaxBacklog bytes. The append that would pass MaxBacklog
 // waits until the log takes a chunk. Once the log is fast again every
 // record reaches it in order, one chunk per write, and the spill chunks
 // are unmapped as they are written.
@@ -427,7 +428,7 @@ func TestSpillWhileLogIsSlow(t *testing.T) {
 	<-g.entered // the flusher holds the first own chunk until the gate opens
 	recLen := len(AppendRecord(nil, make([]byte, 1000)))
 	perChunk := maxPending / recLen
-	fit := maxBacklog / recLen
+	fit := MaxBacklog / recLen
 	for i := 1; i <= fit; i++ { // a wait here would hang the test
 		if err := w.Write(record(i)); err != nil {
 			t.Fatal(err)
@@ -438,16 +439,14 @@ func TestSpillWhileLogIsSlow(t *testing.T) {
 		t.Fatalf("with the log stuck: %d manual bytes in %d chunks, want %d chunks of %d (the one being written and %d filled, spill chunks among them)",
 			b-b0, n-n0, 1+chunks, maxPending, chunks)
 	}
+	var waits atomic.Uint64
+	w.CountWaits(&waits)
 	size := w.Size()
 	over := make(chan error, 1)
 	go func() { over <- w.Write(record(fit + 1)) }()
-	waitUntil(t, "the append past maxBacklog to wait", func() bool {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		return w.waits == 1
-	})
+	waitUntil(t, "the append past MaxBacklog to wait", func() bool { return waits.Load() == 1 })
 	if got := w.Size(); got != size {
-		t.Fatalf("an append past maxBacklog went in without waiting: size %d -> %d", size, got)
+		t.Fatalf("an append past MaxBacklog went in without waiting: size %d -> %d", size, got)
 	}
 	close(g.gate)
 	if err := <-over; err != nil {
@@ -1224,7 +1223,7 @@ func TestSealAsyncOrdersWrites(t *testing.T) {
 
 // TestDocsWALChunkSizes: the memory and the crash window docs/usage.md
 // states for the WAL's chunks are the code's: two own chunks, up to
-// maxBacklog of unwritten appends while a write to the log is slow, and
+// MaxBacklog of unwritten appends while a write to the log is slow, and
 // then at most the chunk being written plus the chunks that backlog spans
 // (its last one partly filled), for two segments: at a rotation the old
 // segment drains while the new one fills behind its seal, and the next
@@ -1238,8 +1237,8 @@ func TestDocsWALChunkSizes(t *testing.T) {
 	doc := string(data)
 	mib := func(n int) string { return strconv.FormatFloat(float64(n)/(1<<20), 'f', -1, 64) + " MiB" }
 	for _, want := range []string{
-		"WAL chunks                                    " + mib(2*maxPending) + " (up to " + mib(2*(maxBacklog/maxPending+2)*maxPending) + " at defaults while writes to the log are slow)",
-		"up to " + mib(maxBacklog) + " of later writes per segment wait in memory for it",
+		"WAL chunks                                    " + mib(2*maxPending) + " (up to " + mib(2*(MaxBacklog/maxPending+2)*maxPending) + " at defaults while writes to the log are slow)",
+		"up to " + mib(MaxBacklog) + " of later writes per segment wait in memory for it",
 	} {
 		if !strings.Contains(doc, want) {
 			t.Errorf("docs/usage.md does not say %q", want)
