@@ -67,6 +67,7 @@ type Writer struct {
 	mu       sync.Mutex
 	work     *sync.Cond     // to the flusher: bytes are pending, a write ended, or closing
 	progress *sync.Cond     // to waiters: a write to lw ended
+	syncEnd  *sync.Cond     // to SyncTo callers and Close: a SyncTo's sync ended
 	pending  []byte         // the chunk appends go to; nil until the next append
 	full     [][]byte       // chunks filled before pending, oldest first, not being written
 	backlog  int            // bytes in full and pending
@@ -74,6 +75,8 @@ type Writer struct {
 	own      [2][]byte      // the own chunks (nil until needed), freed by Close
 	idle     [][]byte       // own chunks in use by nobody
 	writing  bool           // a write to lw is in progress (flusher or WriteSync)
+	syncing  bool           // a SyncTo is writing and syncing for every caller
+	syncWait int            // SyncTo callers waiting for the one syncing
 	appended int64          // bytes appended, header included
 	written  int64          // bytes handed to lw
 	synced   int64          // bytes [0, synced) are durable: the largest target of a completed Sync
@@ -158,6 +161,7 @@ func NewWriter(lw storage.LogWriter, segNum uint64) (*Writer, error) {
 	w.idle = make([][]byte, 0, len(w.own))
 	w.work = sync.NewCond(&w.mu)
 	w.progress = sync.NewCond(&w.mu)
+	w.syncEnd = sync.NewCond(&w.mu)
 	hdr := AppendHeader(make([]byte, 0, HeaderSize), segNum)
 	n, err := lw.Write(hdr)
 	if err == nil && n != len(hdr) {
@@ -587,6 +591,9 @@ func (w *Writer) Close() error {
 	w.closing = true
 	w.work.Signal()
 	w.progress.Broadcast()
+	for w.syncing {
+		w.syncEnd.Wait() // its sync uses lw, which is closed below
+	}
 	w.mu.Unlock()
 	<-w.done
 	w.mu.Lock()
