@@ -315,7 +315,7 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 	if err != nil || len(buf) == 0 && !hasNoop(group) {
 		return err
 	}
-	if err := db.writeWAL(buf); err != nil {
+	if err := db.writeWAL(buf, st.sync); err != nil {
 		return err
 	}
 	db.metrics.walBytes.Add(uint64(len(buf)))
@@ -349,13 +349,17 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 }
 
 // writeWAL appends a group's records to the WAL, for the flusher to hand
-// to the operating system; nothing if there are none. A failure poisons
-// the database.
-func (db *DB) writeWAL(buf []byte) error {
+// to the operating system, or, if sync, for the group's sync (waitSynced)
+// to write; nothing if there are none. A failure poisons the database.
+func (db *DB) writeWAL(buf []byte, sync bool) error {
 	if len(buf) == 0 {
 		return nil
 	}
-	if err := db.logWriter.Write(buf); err != nil {
+	write := db.logWriter.Write
+	if sync {
+		write = db.logWriter.Append
+	}
+	if err := write(buf); err != nil {
 		// The segment may now end in a partial record; nothing more may be
 		// appended after it.
 		return db.setBackgroundError(fmt.Errorf("WAL write: %w", err))

@@ -31,9 +31,7 @@ func (db *DB) waitSynced(gs *groupSync) error {
 			// the written bytes in an unknown state: nothing more may be
 			// appended, nothing treated as durable or retried.
 			gs.err = db.setBackgroundError(fmt.Errorf("WAL write and sync: %w", err))
-			return
 		}
-		db.metrics.walSyncs.Add(1)
 	})
 	return gs.err
 }

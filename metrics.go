@@ -105,7 +105,7 @@ type Metrics struct {
 	BloomNegatives, BloomFalsePositives uint64
 
 	WALBytes           uint64 // bytes appended to the WAL
-	WALSyncs           uint64 // WAL syncs waited for: one per synced commit group and FlushWAL(true) (groups logged during an fsync share the next)
+	WALSyncs           uint64 // WAL fsyncs (synced commits share them; a rotation's seal and Close sync too)
 	WALSegmentsCreated uint64
 	// WALBacklogWaits counts the commits that waited for the WAL's
 	// flusher because its backlog of unwritten records reached its bound

@@ -72,6 +72,7 @@ type Writer struct {
 	full     [][]byte       // chunks filled before pending, oldest first, not being written
 	backlog  int            // bytes in full and pending
 	waits    *atomic.Uint64 // counts the appends that waited at MaxBacklog, if set (CountWaits)
+	syncs    *atomic.Uint64 // counts the log's completed Syncs, if set (CountSyncs)
 	own      [2][]byte      // the own chunks (nil until needed), freed by Close
 	idle     [][]byte       // own chunks in use by nobody
 	writing  bool           // a write to lw is in progress (flusher or WriteSync)
@@ -193,6 +194,14 @@ func (w *Writer) CountWaits(c *atomic.Uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.waits = c
+}
+
+// CountSyncs makes every later sync of the log that succeeds (a
+// WriteSync's, a SyncTo's, a seal's) add one to c as well.
+func (w *Writer) CountSyncs(c *atomic.Uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.syncs = c
 }
 
 // MinWriteInterval returns the interval SetMinWriteInterval set.
@@ -350,6 +359,16 @@ func (w *Writer) Write(records []byte) error {
 	}
 	w.wake()
 	return nil
+}
+
+// Append is Write for records a SyncTo is about to make durable: it does
+// not wake the flusher, so that the SyncTo hands them to the log itself
+// rather than waiting for the flusher's hand-off (two goroutine wake-ups).
+// Until a SyncTo, Flush, Close or a later Write, they stay pending.
+func (w *Writer) Append(records []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.appendLocked(records)
 }
 
 // appendLocked appends records to the pending bytes, preceded by a sync
@@ -567,6 +586,9 @@ func (w *Writer) syncThrough(target int64) error {
 	// Every byte before target was written before the sync began, so it is
 	// durable now; the next append carries a mark saying so.
 	w.synced = max(w.synced, target)
+	if w.syncs != nil {
+		w.syncs.Add(1)
+	}
 	w.mu.Unlock()
 	return nil
 }

@@ -168,3 +168,40 @@ func TestSyncToAndClose(t *testing.T) {
 		t.Fatal("SyncTo of bytes no sync covered after Close = nil, want an error")
 	}
 }
+
+// TestAppendThenSyncToWritesInline: records appended with Append are
+// written by the SyncTo that follows, from its caller, not by the flusher
+// (TestWriteSyncWritesInline for the DB's synced groups).
+func TestAppendThenSyncToWritesInline(t *testing.T) {
+	cl := &callerLog{}
+	w, err := NewWriter(cl, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One record through the flusher first: once Flush returns, the
+	// flusher has written it and is parked (it holds mu until it waits),
+	// so a flusher just starting cannot take the appends below.
+	if err := w.Write(AppendRecord(nil, []byte("first"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	cl.byFlusher = 0
+	const commits = 20
+	for i := range commits {
+		if err := w.Append(AppendRecord(nil, []byte(fmt.Sprint(i)))); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.SyncTo(w.Size()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if cl.byFlusher != 0 || cl.byOthers != 1+commits || cl.syncs != commits {
+		t.Errorf("%d appended and synced commits: %d writes by the flusher, %d by the caller (header included), %d syncs; want 0, %d, %d",
+			commits, cl.byFlusher, cl.byOthers, cl.syncs, 1+commits, commits)
+	}
+}
