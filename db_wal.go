@@ -39,7 +39,6 @@ func (db *DB) FlushWAL(sync bool) error {
 		if err := db.logWriter.Sync(); err != nil {
 			return db.setBackgroundError(fmt.Errorf("WAL sync: %w", err))
 		}
-		db.metrics.walSyncs.Add(1)
 		return nil
 	}
 	if err := db.logWriter.Flush(); err != nil {
@@ -198,6 +197,7 @@ func (db *DB) startLogSegment(lw storage.LogWriter, num uint64) (*wal.Writer, er
 	}
 	w.SetMinWriteInterval(db.opts.WALMinWriteInterval)
 	w.CountWaits(&db.metrics.walBacklogWaits)
+	w.CountSyncs(&db.metrics.walSyncs)
 	db.metrics.walSegmentsCreated.Add(1)
 	db.opts.EventListener.walCreated(logName(num))
 	return w, nil

@@ -96,7 +96,7 @@ func (db *DB) commit(b *Batch, sync bool) error {
 	w.claim.Store(0)
 	w.state.Store(waiterWaiting)
 	defer func() {
-		w.batch, w.err, w.mem = nil, nil, nil
+		w.batch, w.err, w.mem, w.gsync = nil, nil, nil, nil
 		waiterPool.Put(w) // no group or queue refers to w once commit returns
 	}()
 	active := db.committers.Add(1) <= db.procs
@@ -112,11 +112,17 @@ func (db *DB) commit(b *Batch, sync bool) error {
 	if lead || w.await(!sync, active) == waiterLead {
 		db.leadGroup(w)
 	}
+	var err error
 	if w.done {
 		db.applyHelped(w) // members of its group may have been logged
-		return w.err
+		err = w.err
+	} else {
+		err = db.applyLogged(w)
 	}
-	return db.applyLogged(w)
+	if w.gsync != nil && err == nil {
+		err = db.waitSynced(w.gsync)
+	}
+	return err
 }
 
 // applyLogged applies the logged batch of w to its memtable unless its
@@ -313,6 +319,16 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 		return err
 	}
 	db.metrics.walBytes.Add(uint64(len(buf)))
+	if st.sync && len(buf) > 0 {
+		// The fsync runs once commitMu is released (waitSynced): later
+		// groups log meanwhile, and the next fsync covers them.
+		gs := &groupSync{seg: db.logWriter, end: db.logWriter.Size()}
+		for _, g := range group {
+			if g.sync {
+				g.gsync = gs
+			}
+		}
+	}
 	db.lastSeq = st.next - 1
 	if lastCond >= 0 && !proven {
 		db.applyGroup(group, db.lastSeq)
@@ -332,28 +348,21 @@ func (db *DB) commitGroup(group []*commitWaiter) error {
 	return nil
 }
 
-// writeWAL appends a group's records to the WAL, and syncs them if sync;
-// nothing if there are none. A failure poisons the database.
+// writeWAL appends a group's records to the WAL, for the flusher to hand
+// to the operating system, or, if sync, for the group's sync (waitSynced)
+// to write; nothing if there are none. A failure poisons the database.
 func (db *DB) writeWAL(buf []byte, sync bool) error {
-	switch {
-	case len(buf) == 0:
+	if len(buf) == 0 {
 		return nil
-	case sync:
-		// Written and synced from this goroutine: one write and one sync,
-		// no hand-off to the WAL's flusher.
-		if err := db.logWriter.WriteSync(buf); err != nil {
-			// A failed write may leave a partial record, a failed fsync
-			// the written bytes in an unknown state: nothing more may be
-			// appended, nothing treated as durable or retried.
-			return db.setBackgroundError(fmt.Errorf("WAL write and sync: %w", err))
-		}
-		db.metrics.walSyncs.Add(1)
-	default:
-		if err := db.logWriter.Write(buf); err != nil {
-			// The segment may now end in a partial record; nothing more
-			// may be appended after it.
-			return db.setBackgroundError(fmt.Errorf("WAL write: %w", err))
-		}
+	}
+	write := db.logWriter.Write
+	if sync {
+		write = db.logWriter.Append
+	}
+	if err := write(buf); err != nil {
+		// The segment may now end in a partial record; nothing more may be
+		// appended after it.
+		return db.setBackgroundError(fmt.Errorf("WAL write: %w", err))
 	}
 	return nil
 }

@@ -23,6 +23,10 @@ type commitWaiter struct {
 	err  error
 	mem  *memtable.Memtable
 	last uint64
+	// gsync, on a synced writer's waiter whose group logged records, is the
+	// group's fsync, which the writer waits for after its batch is
+	// published (waitSynced).
+	gsync *groupSync
 	// noop marks a batch not logged whose outcome err the leader decided on
 	// an earlier batch of its group: it goes through the publish queue, in
 	// order, applying nothing, so that its writer returns only once that

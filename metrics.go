@@ -105,7 +105,7 @@ type Metrics struct {
 	BloomNegatives, BloomFalsePositives uint64
 
 	WALBytes           uint64 // bytes appended to the WAL
-	WALSyncs           uint64 // WAL fsyncs (one per synced commit group)
+	WALSyncs           uint64 // WAL fsyncs (synced commits share them; a rotation's seal and Close sync too)
 	WALSegmentsCreated uint64
 	// WALBacklogWaits counts the commits that waited for the WAL's
 	// flusher because its backlog of unwritten records reached its bound

@@ -364,7 +364,9 @@ type Options struct {
 // WriteOptions control a single write.
 type WriteOptions struct {
 	// Sync makes the write durable (the WAL is fsynced) before the call
-	// returns. Concurrent synced writers share one fsync (group commit).
+	// returns. Concurrent synced writers share one fsync (group commit),
+	// which runs without the commit lock: other writes go on meanwhile.
+	// The write is visible to reads before its fsync ends.
 	//
 	// Default false: the call returns once the write is in the WAL buffer
 	// and the memtable. A background flusher hands the buffer to the

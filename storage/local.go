@@ -557,8 +557,12 @@ var zeroChunk [4 << 10]byte
 // them in between) gains nothing from it, and the zero writes would double
 // its write I/O (bench/HISTORY.md, "Lead checks, second round of merges").
 // Until then the file grows with its writes.
+//
+// Sync may run while a Write does (storage.LogWriter): mu orders Writes
+// and guards the fields, and the fdatasync itself runs without it.
 type localLog struct {
 	f        *os.File
+	mu       sync.Mutex
 	armed    bool  // created preallocated: reserve once synced
 	prealloc bool  // reserving: the log has been synced
 	off      int64 // bytes written
@@ -568,6 +572,8 @@ type localLog struct {
 }
 
 func (w *localLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.err != nil {
 		return 0, w.err
 	}
@@ -609,6 +615,8 @@ func (w *localLog) Sync() error {
 	if err := syncData(w.f); err != nil {
 		return fmt.Errorf("mayfly/storage: sync %s: %w", w.f.Name(), err)
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.armed && !w.prealloc {
 		w.prealloc, w.alloc = true, w.off // the file ends at its bytes
 	}
@@ -620,6 +628,8 @@ func (w *localLog) Sync() error {
 // file. The truncation is not synced: a crash may leave the zeros, which
 // read as the end of the log either way.
 func (w *localLog) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.prealloc && w.err == nil && w.alloc > w.off {
 		if err := w.f.Truncate(w.off); err != nil {
 			w.f.Close()

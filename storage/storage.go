@@ -216,9 +216,12 @@ type RandomReadAdviser interface {
 }
 
 // LogWriter appends to a log. Written bytes are durable only after Sync.
+// Writes are not concurrent with each other, but Sync may run while a
+// Write does.
 type LogWriter interface {
 	io.Writer
-	// Sync makes every byte written so far durable.
+	// Sync makes every byte written before it began durable (bytes a
+	// concurrent Write adds may or may not be).
 	Sync() error
 	Close() error
 }

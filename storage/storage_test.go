@@ -275,6 +275,51 @@ func testConformance(t *testing.T, open func(t *testing.T) Storage) {
 		}
 	})
 
+	t.Run("LogSyncDuringWrites", func(t *testing.T) {
+		// Sync may run while a Write does (LogWriter); run under -race. The
+		// log is created preallocated where the backend can, so that the
+		// first Sync arms its reservation while writes go on.
+		s := open(t)
+		lw, err := CreateLogPreallocated(s, "wal/000002.wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []byte
+		for i := range 2000 {
+			want = append(want, fmt.Sprintf("record-%d;", i)...)
+		}
+		done := make(chan error, 1)
+		go func() {
+			for off := 0; off < len(want); off += 10 {
+				if _, err := lw.Write(want[off:min(off+10, len(want))]); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+		var werr error
+		for wrote := false; !wrote; {
+			select {
+			case werr = <-done:
+				wrote = true
+			default:
+			}
+			if err := lw.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if werr != nil {
+			t.Fatal(werr)
+		}
+		if err := lw.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustRead(t, s, "wal/000002.wal"); !bytes.Equal(got, want) {
+			t.Fatalf("log of %d bytes after writes beside syncs, want the %d written in order", len(got), len(want))
+		}
+	})
+
 	t.Run("Lock", func(t *testing.T) {
 		s := open(t)
 		ex, err := s.Lock(true)

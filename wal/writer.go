@@ -67,13 +67,17 @@ type Writer struct {
 	mu       sync.Mutex
 	work     *sync.Cond     // to the flusher: bytes are pending, a write ended, or closing
 	progress *sync.Cond     // to waiters: a write to lw ended
+	syncEnd  *sync.Cond     // to SyncTo callers and Close: a SyncTo's sync ended
 	pending  []byte         // the chunk appends go to; nil until the next append
 	full     [][]byte       // chunks filled before pending, oldest first, not being written
 	backlog  int            // bytes in full and pending
 	waits    *atomic.Uint64 // counts the appends that waited at MaxBacklog, if set (CountWaits)
+	syncs    *atomic.Uint64 // counts the log's completed Syncs, if set (CountSyncs)
 	own      [2][]byte      // the own chunks (nil until needed), freed by Close
 	idle     [][]byte       // own chunks in use by nobody
 	writing  bool           // a write to lw is in progress (flusher or WriteSync)
+	syncing  bool           // a SyncTo is writing and syncing for every caller
+	syncWait int            // SyncTo callers waiting for the one syncing
 	appended int64          // bytes appended, header included
 	written  int64          // bytes handed to lw
 	synced   int64          // bytes [0, synced) are durable: the largest target of a completed Sync
@@ -158,6 +162,7 @@ func NewWriter(lw storage.LogWriter, segNum uint64) (*Writer, error) {
 	w.idle = make([][]byte, 0, len(w.own))
 	w.work = sync.NewCond(&w.mu)
 	w.progress = sync.NewCond(&w.mu)
+	w.syncEnd = sync.NewCond(&w.mu)
 	hdr := AppendHeader(make([]byte, 0, HeaderSize), segNum)
 	n, err := lw.Write(hdr)
 	if err == nil && n != len(hdr) {
@@ -189,6 +194,14 @@ func (w *Writer) CountWaits(c *atomic.Uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.waits = c
+}
+
+// CountSyncs makes every later sync of the log that succeeds (a
+// WriteSync's, a SyncTo's, a seal's) add one to c as well.
+func (w *Writer) CountSyncs(c *atomic.Uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.syncs = c
 }
 
 // MinWriteInterval returns the interval SetMinWriteInterval set.
@@ -346,6 +359,16 @@ func (w *Writer) Write(records []byte) error {
 	}
 	w.wake()
 	return nil
+}
+
+// Append is Write for records a SyncTo is about to make durable: it does
+// not wake the flusher, so that the SyncTo hands them to the log itself
+// rather than waiting for the flusher's hand-off (two goroutine wake-ups).
+// Until a SyncTo, Flush, Close or a later Write, they stay pending.
+func (w *Writer) Append(records []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.appendLocked(records)
 }
 
 // appendLocked appends records to the pending bytes, preceded by a sync
@@ -563,6 +586,9 @@ func (w *Writer) syncThrough(target int64) error {
 	// Every byte before target was written before the sync began, so it is
 	// durable now; the next append carries a mark saying so.
 	w.synced = max(w.synced, target)
+	if w.syncs != nil {
+		w.syncs.Add(1)
+	}
 	w.mu.Unlock()
 	return nil
 }
@@ -587,6 +613,9 @@ func (w *Writer) Close() error {
 	w.closing = true
 	w.work.Signal()
 	w.progress.Broadcast()
+	for w.syncing {
+		w.syncEnd.Wait() // its sync uses lw, which is closed below
+	}
 	w.mu.Unlock()
 	<-w.done
 	w.mu.Lock()

@@ -2,8 +2,10 @@
 // toxiproxy proxy that adds a round trip to every request and limits the
 // bandwidth of every connection, and reports, per added round trip:
 // synced-write throughput and latency with group commit, unsynced-write
-// throughput, requests by kind and their monthly price for a steady write
-// rate and for the idle database that follows it, and point reads with the
+// throughput, the latency of an unsynced writer beside synced ones,
+// requests by kind and their monthly price for a steady write rate and for
+// the idle database that follows it (once obsolete tables' grace period
+// has passed), and point reads with the
 // disk cache, cold (right after an open with an empty cache) and warm
 // (once it holds every table).
 //
@@ -80,7 +82,8 @@ func run() error {
 	p := params{
 		base: base, prefix: "s3lat-" + stamp, bandwidth: int64(*bandwidth * 1e6), valueSize: *valueSize,
 		writers: *writers, writeDur: *writeDur, rate: *rate, steadyDur: *steadyDur, idleDur: *idleDur,
-		keys: *keys, coldReads: *coldReads, warmReads: *warmReads, readers: *readers, readDur: *readDur, tmp: tmp,
+		grace: objectStoreGrace + 2*time.Second,
+		keys:  *keys, coldReads: *coldReads, warmReads: *warmReads, readers: *readers, readDur: *readDur, tmp: tmp,
 		blockMiB: *blockMiB, traceDir: *traceDir,
 	}
 	began := time.Now()

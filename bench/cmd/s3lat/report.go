@@ -66,10 +66,14 @@ func report(w io.Writer, p params, r *result) {
 		verdict(r.sync.hist.Quantile(0.99), 2*r.rtt+s3.DefaultFlushInterval))
 	fmt.Fprintf(w, "unsynced writes, %d writers, %v: %.0f writes/s (%.0f per core; SlateDB %d per vCPU)\n",
 		p.writers, p.writeDur, r.nosync.perSec(), r.nosync.perSec()/cpus, slateWrites/slateCPUs)
+	fmt.Fprintf(w, "one unsynced writer at %d writes/s (%.0f/s achieved) beside %d synced writers, %v: its latency %s; synced %.0f writes/s\n",
+		p.rate, r.mixedNoSync.perSec(), p.writers, p.writeDur, quantiles(r.mixedNoSync), r.mixedSync.perSec())
 	fmt.Fprintf(w, "steady %d writes/s for %v (%.0f/s achieved): %s\n", p.rate, p.steadyDur, r.steady.perSec(), byKind(r.steadyReqs, r.steady.elapsed))
 	fmt.Fprintf(w, "  %.1f requests/s, $%.2f per month at S3 Standard list prices (%s)\n",
 		float64(requests(r.steadyReqs))/r.steady.elapsed.Seconds(), monthlyCost(r.steadyReqs, r.steady.elapsed), pricesDate)
-	fmt.Fprintf(w, "idle %v after FlushWAL and compactions: %d requests (%s), $%.2f per month; target zero: %s\n",
+	fmt.Fprintf(w, "after FlushWAL and compactions, %v waited for the grace period of obsolete tables (%v): %d requests (%s)\n",
+		p.grace, objectStoreGrace, requests(r.drainReqs), byKind(r.drainReqs, 0))
+	fmt.Fprintf(w, "idle %v after that: %d requests (%s), $%.2f per month; target zero: %s\n",
 		r.idle.Round(time.Millisecond), requests(r.idleReqs), byKind(r.idleReqs, 0), monthlyCost(r.idleReqs, r.idle),
 		map[bool]string{true: "met", false: "MISSED"}[requests(r.idleReqs) == 0])
 	fmt.Fprintf(w, "read fixture: %d keys, %d tables, %.1f MB, loaded in %v; block cache %d MiB\n",

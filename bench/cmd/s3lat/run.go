@@ -27,6 +27,7 @@ type params struct {
 	rate      int           // writes per second of the steady phase
 	steadyDur time.Duration // length of the steady phase
 	idleDur   time.Duration // length of the idle phase
+	grace     time.Duration // wait before it, for the deletions of obsolete tables
 	keys      int           // keys of the read fixture
 	coldReads int           // reads timed right after an open with an empty disk cache
 	warmReads int           // reads timed once the disk cache holds every table
@@ -41,8 +42,10 @@ type params struct {
 type result struct {
 	rtt                    time.Duration
 	sync, nosync, steady   *load
+	mixedSync, mixedNoSync *load // the synced writers and the unsynced one, side by side
 	syncReqs, steadyReqs   map[string]uint64
 	idleReqs               map[string]uint64
+	drainReqs              map[string]uint64 // after the writes, before idle: the grace period's deletions
 	idle                   time.Duration
 	fixtureTables          int
 	fixtureBytes           uint64
@@ -129,6 +132,11 @@ func writes(p params, r *result, loc func(string) (string, error), logf func(str
 		return fmt.Errorf("unsynced writes: %w", err)
 	}
 	logf("%v unsynced writes: %.0f/s", r.rtt, r.nosync.perSec())
+	if r.mixedSync, r.mixedNoSync, err = mixed(p, db, put); err != nil {
+		db.Close()
+		return fmt.Errorf("mixed writes: %w", err)
+	}
+	logf("%v one unsynced writer beside synced ones: p99 %v", r.rtt, r.mixedNoSync.hist.Quantile(0.99))
 	if err := db.Close(); err != nil {
 		return err
 	}
@@ -149,7 +157,9 @@ func writes(p params, r *result, loc func(string) (string, error), logf func(str
 	logf("%v steady writes: %.0f/s, %d requests", r.rtt, r.steady.perSec(), requests(r.steadyReqs))
 
 	// Idle: what the writes left to do is done (the WAL buffer uploaded,
-	// due compactions run), then nothing is asked of the database.
+	// due compactions run, the tables they made obsolete deleted once
+	// their grace period has passed), then nothing is asked of the
+	// database.
 	if err := db.FlushWAL(true); err != nil {
 		return err
 	}
@@ -159,12 +169,38 @@ func writes(p params, r *result, loc func(string) (string, error), logf func(str
 		return err
 	}
 	before = db.Metrics().Storage
+	time.Sleep(p.grace)
+	r.drainReqs = delta(before, db.Metrics().Storage)
+	logf("%v waited out the grace period of obsolete tables: %d requests", r.rtt, requests(r.drainReqs))
+	before = db.Metrics().Storage
 	t0 := time.Now()
 	time.Sleep(p.idleDur)
 	r.idle = time.Since(t0)
 	r.idleReqs = delta(before, db.Metrics().Storage)
 	logf("%v idle %v: %d requests", r.rtt, r.idle.Round(time.Millisecond), requests(r.idleReqs))
 	return nil
+}
+
+// objectStoreGrace is Options.ObsoleteFileGracePeriod's default on an
+// object store (docs/usage.md, "Options"): tables a compaction made
+// obsolete are deleted up to this long after it. The idle phase starts
+// once it, and 2 s more, have passed since the writes.
+const objectStoreGrace = time.Minute
+
+// mixed runs p.writers synced writers and one unsynced writer paced at
+// p.rate side by side for p.writeDur: what the synced writers' WAL uploads
+// cost a writer that did not ask for one.
+func mixed(p params, db *mayfly.DB, put func(*mayfly.DB, *mayfly.WriteOptions) func(w, i int) error) (synced, unsynced *load, err error) {
+	var serr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		synced, serr = driveFor(p.writers, p.writeDur, put(db, mayfly.Sync))
+	}()
+	one := put(db, nil)
+	unsynced, err = drivePaced(p.rate, p.writeDur, func(i int) error { return one(0, i) })
+	<-done
+	return synced, unsynced, errors.Join(err, serr)
 }
 
 // traced runs phase, writing a runtime trace of it to p.traceDir/name.trace
