@@ -167,7 +167,11 @@ func (db *DB) sealAndNextSegment() (*wal.SealSync, *wal.Writer, uint64, error) {
 	if err != nil {
 		if lw != nil {
 			lw.Close()
-			db.removeQuietly(logName(num))
+			if !db.traits.LockFree {
+				// On a lock-free backend a writer that took over may have
+				// listed it, and may be reading it: its walGC collects it.
+				db.removeQuietly(logName(num))
+			}
 		}
 		return nil, nil, 0, db.setBackgroundError(fmt.Errorf("WAL seal at rotation: %w", err))
 	}
