@@ -61,17 +61,10 @@ type walRotation struct {
 
 // prepareLogSegment starts creating the next WAL segment's log in the
 // background, under a file number it allocates now, unless one is being
-// created or is ready. On a lock-free backend the creation is bracketed by
-// checkFenced. The check after it is the one safety rests on, as for a
-// segment created at the rotation: a writer that took over wrote its
-// manifest version before listing the WAL, so a spare it did not list (and
-// so did not fence) was created after that version and the check sees it.
-// The check before it keeps a writer already fenced from creating a
-// segment the other would have to collect. A spare that fails the check
-// after its creation is closed, not removed: it is the new writer's to
-// collect (walGC), which may be reading it.
+// created or is ready. Only backends with locks get one: on a lock-free
+// backend a segment is created at the rotation, after checkFenced.
 func (db *DB) prepareLogSegment() {
-	if db.opts.ReadOnly {
+	if db.traits.LockFree || db.opts.ReadOnly {
 		return
 	}
 	r := &db.walRot
@@ -86,38 +79,16 @@ func (db *DB) prepareLogSegment() {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		lw, err := db.createSpare(num)
+		lw, err := wal.CreateLog(db.store, logName(num))
+		if err != nil {
+			db.removeQuietly(logName(num))
+		}
 		r.mu.Lock()
 		r.spare, r.spareErr = lw, err
 		r.mu.Unlock()
 		close(done)
 	}()
 }
-
-// createSpare creates the log of spare segment num between two
-// checkFenced (no-ops on a backend with locks; see prepareLogSegment).
-func (db *DB) createSpare(num uint64) (storage.LogWriter, error) {
-	if err := db.checkFenced(); err != nil {
-		return nil, err
-	}
-	lw, err := wal.CreateLog(db.store, logName(num))
-	if err != nil {
-		db.removeQuietly(logName(num))
-		return nil, err
-	}
-	if spareCreatedHook != nil {
-		spareCreatedHook()
-	}
-	if err := db.checkFenced(); err != nil {
-		lw.Close()
-		return nil, err
-	}
-	return lw, nil
-}
-
-// spareCreatedHook, when set (by tests), runs in the spare's creation
-// between the log's creation and the check after it.
-var spareCreatedHook func()
 
 // takeSpareLog waits for the spare log's creation, if one was started, and
 // takes it: the log (nil if none was started) and its number, or the
@@ -138,59 +109,34 @@ func (db *DB) takeSpareLog() (storage.LogWriter, uint64, error) {
 	return lw, num, err
 }
 
-// sealAndNextSegment seals the active segment for a rotation and returns
-// the writer of the segment that follows it: the spare log if one is ready
-// (its header written now), else a segment created here. It starts the
-// creation of the next spare.
-//
-// With a spare, the seal's write and sync run in the background, reported
-// by the returned SealSync, which every sync of the next segment waits for
-// (wal.Writer.After). Without one, on a lock-free backend the seal is
-// synced first and the SealSync is nil: a writer another one fenced fails
-// at its seal, before it creates a segment the other would have to
-// collect; the new segment then passes checkFenced before it is used. On
-// failure nothing changed but, if the seal succeeded, the sealed segment
-// takes no more records, so the next write rotates again
-// (makeRoomForWrite); the returned SealSync is then to be watched.
-func (db *DB) sealAndNextSegment() (*wal.SealSync, *wal.Writer, uint64, error) {
+// nextLogSegment returns the writer of the segment that follows the
+// active one: the spare log if one is ready (its header written now), else
+// a segment created here. It starts the creation of the next spare.
+func (db *DB) nextLogSegment() (*wal.Writer, uint64, error) {
 	lw, num, err := db.takeSpareLog()
 	if err != nil {
 		db.log.Warn("mayfly: creating the next WAL segment ahead of need", "file", logName(num), "err", err)
 	}
 	defer db.prepareLogSegment()
-	var seal *wal.SealSync
-	if lw == nil && db.traits.LockFree {
-		err = db.logWriter.Seal()
-	} else {
-		seal, err = db.logWriter.SealAsync()
+	if lw == nil {
+		num = db.allocFileNum()
+		w, err := db.createLogSegment(num)
+		return w, num, err
 	}
-	if err != nil {
-		if lw != nil {
-			lw.Close()
-			if !db.traits.LockFree {
-				// On a lock-free backend a writer that took over may have
-				// listed it, and may be reading it: its walGC collects it.
-				db.removeQuietly(logName(num))
-			}
-		}
-		return nil, nil, 0, db.setBackgroundError(fmt.Errorf("WAL seal at rotation: %w", err))
+	w, err := db.startLogSegment(lw, num)
+	return w, num, err
+}
+
+// sealActiveLog seals the active segment for a rotation. On a backend
+// with locks the seal's write and sync run in the background, reported by
+// the returned SealSync. On a lock-free backend the seal is synced here,
+// and the SealSync is nil: a writer another one fenced fails at its seal,
+// before it creates a segment the other would have to collect.
+func (db *DB) sealActiveLog() (*wal.SealSync, error) {
+	if db.traits.LockFree {
+		return nil, db.logWriter.Seal()
 	}
-	if lw != nil {
-		w, err := db.startLogSegment(lw, num)
-		return seal, w, num, err
-	}
-	num = db.allocFileNum()
-	w, err := db.createLogSegment(num)
-	if err != nil {
-		return seal, nil, 0, err
-	}
-	// On a lock-free backend a writer that took over after our last
-	// manifest write would not know this segment: refuse to use it.
-	if err := db.checkFenced(); err != nil {
-		w.Close()
-		return seal, nil, 0, db.setBackgroundError(err)
-	}
-	return seal, w, num, nil
+	return db.logWriter.SealAsync()
 }
 
 // watchSeal waits, in the background, for the seal sync s of a segment

@@ -3,7 +3,6 @@ package mayfly
 import (
 	"errors"
 	"fmt"
-	"io"
 	"runtime"
 	"strings"
 	"sync"
@@ -292,55 +291,3 @@ func TestWALBacklogWaitsCounted(t *testing.T) {
 		}
 	}
 }
-
-// TestSpareSegmentCheckedForTakeover: on a lock-free backend a spare
-// segment created while another writer takes over is refused by the check
-// after its creation (the takeover's listing may have missed it, so nothing
-// fenced it), and once the takeover is visible no spare is created at all.
-func TestSpareSegmentCheckedForTakeover(t *testing.T) {
-	mem := storage.NewMem()
-	st := unfencedLockFree{declaredStore{mem, storage.Traits{Remote: true, LockFree: true}}}
-	created, resume := make(chan struct{}), make(chan struct{})
-	var paused atomic.Bool
-	spareCreatedHook = func() {
-		if paused.CompareAndSwap(false, true) { // the first writer's first spare
-			created <- struct{}{}
-			<-resume
-		}
-	}
-	defer func() { spareCreatedHook = nil }()
-	a := openTestDB(t, "", clock.NewManual(epoch), func(o *Options) { o.Storage = st })
-	defer a.Close()
-	var once sync.Once
-	release := func() { once.Do(func() { close(resume) }) }
-	defer release() // before a.Close, which waits for the spare, on a failure too
-	<-created       // a's spare exists; its check after creation has not run
-	b := openTestDB(t, "", clock.NewManual(epoch), func(o *Options) { o.Storage = st })
-	defer b.Close()
-	release()
-	lw, num, err := a.takeSpareLog()
-	if lw != nil || !errors.Is(err, ErrFenced) {
-		t.Fatalf("spare %s created before the takeover, checked after it: log %v, err %v; want none and ErrFenced", logName(num), lw, err)
-	}
-
-	a.prepareLogSegment()
-	a.walRot.mu.Lock()
-	num = a.walRot.spareNum
-	a.walRot.mu.Unlock()
-	lw, _, err = a.takeSpareLog()
-	if lw != nil || !errors.Is(err, ErrFenced) {
-		t.Fatalf("spare %s after the takeover: log %v, err %v; want none and ErrFenced", logName(num), lw, err)
-	}
-	if _, err := mem.Open(logName(num)); !errors.Is(err, storage.ErrNotExist) {
-		t.Fatalf("the fenced writer created its spare %s after the takeover (open: %v)", logName(num), err)
-	}
-}
-
-// unfencedLockFree is a lock-free backend whose FenceLog does nothing: a
-// takeover over it relies on the writers' own checks (checkFenced) alone.
-// Like an object store it has no locks.
-type unfencedLockFree struct{ declaredStore }
-
-func (unfencedLockFree) FenceLog(string) error { return nil }
-
-func (unfencedLockFree) Lock(bool) (io.Closer, error) { return io.NopCloser(nil), nil }

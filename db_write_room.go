@@ -1,6 +1,9 @@
 package mayfly
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Room for writes: rotation of a full memtable, and the stalls and
 // slowdowns that hold writes while flushes and level 0 catch up (RFC 0003,
@@ -155,10 +158,10 @@ func (db *DB) makeRoomForWrite(bytes int) error {
 }
 
 // rotateMemtable freezes the active memtable and starts a new WAL segment
-// for its successor. The old segment is sealed first (sealAndNextSegment):
-// the seal reaches the operating system before any record of the new
-// segment does, and its sync runs in the background, which every sync of
-// the new segment waits for (wal package, "Seals"). It first waits
+// for its successor. The old segment is sealed first (sealActiveLog): the
+// seal reaches the operating system before any record of the new segment
+// does, and its sync runs in the background, which every sync of the new
+// segment waits for (wal package, "Seals"). It first waits
 // until every logged batch is applied and published, so that no writer is
 // still inserting into the memtable it freezes and the flush of that
 // memtable covers every sequence number logged to its segment. Caller holds
@@ -168,17 +171,24 @@ func (db *DB) rotateMemtable() error {
 	if err := db.pub.wait(); err != nil {
 		return err
 	}
-	seal, w, num, err := db.sealAndNextSegment()
+	seal, err := db.sealActiveLog()
+	if err != nil {
+		return db.setBackgroundError(fmt.Errorf("WAL seal at rotation: %w", err))
+	}
+	w, num, err := db.nextLogSegment()
 	if err != nil {
 		// Nothing else changed: the sealed segment takes no more records,
 		// so the next write rotates again (makeRoomForWrite).
 		db.watchSeal(seal, nil)
 		return err
 	}
-	if db.traits.LockFree {
-		w.AfterSync(seal) // its log uploads on its own timer
-	} else {
-		w.After(seal)
+	w.After(seal)
+	// On a lock-free backend a writer that took over after our last
+	// manifest write would not know this segment: refuse to use it.
+	if err := db.checkFenced(); err != nil {
+		w.Close()
+		db.watchSeal(seal, nil)
+		return db.setBackgroundError(err)
 	}
 	old := db.logWriter
 	db.mu.Lock()

@@ -84,7 +84,6 @@ type Writer struct {
 	marked   int64          // the value of the last sync mark appended (HeaderSize before the first)
 	sealed   bool           // Seal appended the seal: no more appends
 	after    *SealSync      // an older segment's seal sync, which every Sync waits for first
-	afterAll bool           // no byte goes to lw before after's sync ended, not only its write (AfterSync)
 	err      error          // sticky: after a failed write the segment's tail is unknown
 	closing  bool
 	done     chan struct{}
@@ -314,17 +313,13 @@ func (w *Writer) writePending() {
 	if w.interval > 0 {
 		w.lastWrite = time.Now()
 	}
-	after, afterAll := w.after, w.afterAll
+	after := w.after
 	w.mu.Unlock()
 	n, err := 0, error(nil)
 	if after != nil {
 		<-after.written // the older segment's seal goes first (After)
 		if after.werr != nil {
 			err = fmt.Errorf("an older segment's seal was not written: %w", after.werr)
-		} else if afterAll {
-			if serr := after.Wait(); serr != nil {
-				err = fmt.Errorf("an older segment's seal was not made durable: %w", serr)
-			}
 		}
 	}
 	if err == nil {
@@ -526,18 +521,6 @@ func (w *Writer) SealAsync() (*SealSync, error) {
 func (w *Writer) After(s *SealSync) {
 	w.mu.Lock()
 	w.after = s
-	w.mu.Unlock()
-}
-
-// AfterSync is After, and moreover no byte of w is handed to the log
-// before s's sync has ended. It is for logs whose written bytes may become
-// visible to a reader after a crash of the process only once uploaded, in
-// any order (an object store's log uploads its buffer on its own timer):
-// there, a record of w could otherwise be stored while the older segment's
-// seal is not. Appends to w go on meanwhile, up to MaxBacklog.
-func (w *Writer) AfterSync(s *SealSync) {
-	w.mu.Lock()
-	w.after, w.afterAll = s, s != nil
 	w.mu.Unlock()
 }
 

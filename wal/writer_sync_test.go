@@ -3,7 +3,6 @@ package wal
 import (
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 
@@ -205,92 +204,4 @@ func TestAppendThenSyncToWritesInline(t *testing.T) {
 		t.Errorf("%d appended and synced commits: %d writes by the flusher, %d by the caller (header included), %d syncs; want 0, %d, %d",
 			commits, cl.byFlusher, cl.byOthers, cl.syncs, 1+commits, commits)
 	}
-}
-
-// orderLog records, in one shared list, each of its writes of more than
-// the segment header and each completed Sync, under its name.
-type orderLog struct {
-	name   string
-	events *[]string
-	mu     *sync.Mutex
-	gate   chan struct{} // Sync waits for it, if set
-}
-
-func (o *orderLog) Write(p []byte) (int, error) {
-	if len(p) > HeaderSize {
-		o.mu.Lock()
-		*o.events = append(*o.events, o.name+" write")
-		o.mu.Unlock()
-	}
-	return len(p), nil
-}
-
-func (o *orderLog) Sync() error {
-	if o.gate != nil {
-		<-o.gate
-	}
-	o.mu.Lock()
-	*o.events = append(*o.events, o.name+" sync")
-	o.mu.Unlock()
-	return nil
-}
-
-func (o *orderLog) Close() error { return nil }
-
-// TestAfterSyncWaitsForTheSealsSync: with AfterSync, a newer segment's
-// records reach its log only once the older segment's seal is synced, not
-// merely written (After).
-func TestAfterSyncWaitsForTheSealsSync(t *testing.T) {
-	var mu sync.Mutex
-	var events []string
-	older := &orderLog{name: "older", events: &events, mu: &mu, gate: make(chan struct{})}
-	newer := &orderLog{name: "newer", events: &events, mu: &mu}
-	a, err := NewWriter(older, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Write(AppendRecord(nil, make([]byte, 64))); err != nil {
-		t.Fatal(err)
-	}
-	seal, err := a.SealAsync()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := NewWriter(newer, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.AfterSync(seal)
-	if err := b.Write(AppendRecord(nil, make([]byte, 64))); err != nil {
-		t.Fatal(err)
-	}
-	// Let b's flusher get as far as it can while the seal's sync waits:
-	// into its write (where it waits for the sync), or past it.
-	for {
-		b.mu.Lock()
-		writing, written := b.writing, b.written
-		b.mu.Unlock()
-		if writing || written > HeaderSize {
-			break
-		}
-		runtime.Gosched()
-	}
-	for range 100 {
-		runtime.Gosched()
-	}
-	close(older.gate)
-	if err := b.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := seal.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	got := strings.Join(events, ", ")
-	mu.Unlock()
-	if want := "older write, older sync, newer write"; got != want {
-		t.Fatalf("events %q, want %q", got, want)
-	}
-	a.Close()
-	b.Close()
 }

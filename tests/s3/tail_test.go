@@ -227,11 +227,10 @@ func walByWriter(tb testing.TB, loc string) (data, markers map[uint64]int, segs 
 }
 
 // TestWALGCAfterTakeover: after a takeover nothing of the old writer's WAL
-// stays but one empty fence marker per fenced segment (its active one and
-// the next, created ahead of need); the fenced writer's next rotation
-// creates no segment (it checks for a takeover before it creates the next
-// spare); and the next writer's Open leaves only its own segments (active
-// and spare) and the markers.
+// stays but one empty fence marker per fenced segment; the fenced writer's
+// next rotation stops at sealing its fenced segment, before it creates
+// another; and the next writer's Open leaves only its own segment and the
+// markers.
 func TestWALGCAfterTakeover(t *testing.T) {
 	loc := location(t)
 	opts := zombieOpts()
@@ -241,20 +240,18 @@ func TestWALGCAfterTakeover(t *testing.T) {
 	b := open(t, loc, opts)
 	data, markers, segs := walByWriter(t, loc)
 	t.Logf("WAL after the takeover: %v", segs)
-	// B's own spare is created in the background: it may not exist yet.
-	if n := data[2] + markers[2]; data[1] != 0 || markers[1] != 2 || n < 1 || n > 2 {
-		t.Errorf("after the takeover: old writer has %d segments with data (want 0) and %d markers (want 2: its active segment and its spare); new writer %d (want its active segment and perhaps its spare)",
-			data[1], markers[1], n)
+	if data[1] != 0 || markers[1] != 1 || data[2]+markers[2] != 1 {
+		t.Errorf("after the takeover: old writer has %d segments with data (want 0) and %d markers (want 1); new writer %d (want 1)",
+			data[1], markers[1], data[2])
 	}
-	// A's Flush rotates onto its spare, which B fenced; the seal of its
-	// active segment meets B's fence, and A creates no segment B would have
-	// to collect.
+	// A's Flush rotates: sealing its segment meets B's fence, so A creates
+	// no segment B would have to collect.
 	if err := a.Flush(); !errors.Is(err, mayfly.ErrFenced) {
 		t.Fatalf("fenced writer's Flush = %v, want ErrFenced", err)
 	}
-	data, markers, segs = walByWriter(t, loc)
+	data, _, segs = walByWriter(t, loc)
 	t.Logf("WAL after the fenced writer's rotation: %v", segs)
-	if data[1] != 0 || markers[1] != 2 {
+	if data[1] != 0 {
 		t.Errorf("the fenced writer created a segment after the takeover: %v", segs)
 	}
 	if err := b.Close(); err != nil {
@@ -264,12 +261,10 @@ func TestWALGCAfterTakeover(t *testing.T) {
 	defer c.Close()
 	data, markers, segs = walByWriter(t, loc)
 	t.Logf("WAL after the next Open: %v", segs)
-	// C's own segments may still be bare first parts: a header is
-	// uploaded with its segment's first flush; its spare is created in the
-	// background and may not exist yet. B closed cleanly, which removed its
-	// unused spare; C fenced its active segment.
-	if n := data[3] + markers[3]; data[1] != 0 || data[2] != 0 || n < 1 || n > 2 || markers[1] != 2 || markers[2] > 1 {
-		t.Errorf("after the next Open: segments with data by writer %v (want only the third writer's), empty ones %v (want the fenced segments' markers and the third writer's active segment and perhaps its spare)",
+	// C's own segment may still be a bare first part: its header is
+	// uploaded with its first flush.
+	if data[1] != 0 || data[2] != 0 || data[3]+markers[3] != 1 || markers[1] != 1 || markers[2] > 1 {
+		t.Errorf("after the next Open: segments with data by writer %v (want only the third writer's one), empty ones %v (want at most one marker per takeover)",
 			data, markers)
 	}
 	for i := range 50 {
@@ -288,8 +283,8 @@ func TestWALGCMarkerStillFences(t *testing.T) {
 	t.Cleanup(func() { a.Close() })
 	putSynced(t, a, "a", 0, 10)
 	b := open(t, loc, opts)
-	if data, markers, segs := walByWriter(t, loc); data[1] != 0 || markers[1] != 2 {
-		t.Fatalf("old writer's segments (active and spare) not reduced to their markers: %v", segs)
+	if data, markers, segs := walByWriter(t, loc); data[1] != 0 || markers[1] != 1 {
+		t.Fatalf("old writer's segment not reduced to its marker: %v", segs)
 	}
 	if err := a.PutWith([]byte("zombie"), []byte("lost"), mayfly.NoExpiry(), mayfly.Sync); !errors.Is(err, mayfly.ErrFenced) {
 		t.Fatalf("fenced writer's synced put after the collection = %v, want ErrFenced", err)
