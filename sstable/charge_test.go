@@ -1,6 +1,8 @@
 package sstable
 
 import (
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -98,5 +100,19 @@ func TestCacheChargesEntryOverhead(t *testing.T) {
 	// 39 fit.
 	if n := len(c.c.keys()); n >= blocks || n == 0 {
 		t.Fatalf("cache of %d bytes holds %d blocks of 4096 bytes, want fewer than %d", blocks*4096, n, blocks)
+	}
+}
+
+// TestDocsChargeFloor: docs/usage.md "Sizing" states the share of the
+// cache that charged metadata leaves to data blocks.
+func TestDocsChargeFloor(t *testing.T) {
+	data, err := os.ReadFile("../docs/usage.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	share := map[int]string{2: "a half", 3: "a third", 4: "a quarter"}[minBlockShare]
+	doc := strings.Join(strings.Fields(string(data)), " ")
+	if want := "less than " + share + " of it"; share == "" || !strings.Contains(doc, want) {
+		t.Errorf("docs/usage.md does not say %q (minBlockShare %d)", want, minBlockShare)
 	}
 }
