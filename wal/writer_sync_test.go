@@ -197,11 +197,5 @@ func TestAppendThenSyncToWritesInline(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if cl.byFlusher != 0 || cl.byOthers != 1+commits || cl.syncs != commits {
-		t.Errorf("%d appended and synced commits: %d writes by the flusher, %d by the caller (header included), %d syncs; want 0, %d, %d",
-			commits, cl.byFlusher, cl.byOthers, cl.syncs, 1+commits, commits)
-	}
+	checkWrittenInline(t, w, cl, commits)
 }

@@ -677,6 +677,14 @@ func TestWriteSyncWritesInline(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	checkWrittenInline(t, w, cl, commits)
+}
+
+// checkWrittenInline closes w and checks that each of its commits, synced
+// one by one, was one log write and one sync from the caller, and that the
+// flusher wrote nothing (the header is the caller's too, in NewWriter).
+func checkWrittenInline(t *testing.T, w *Writer, cl *callerLog, commits int) {
+	t.Helper()
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
