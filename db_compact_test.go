@@ -391,8 +391,10 @@ func TestL0TrivialMoveSequential(t *testing.T) {
 	}
 	check(db)
 	// Overwrites spread over the whole key space: each flush overlaps the
-	// others and the moved tables, so level 0 is compacted by rewriting.
-	for r := range 3 {
+	// others and the moved tables, so level 0 is compacted by rewriting
+	// once it holds more than a fifth of the base level's bytes
+	// (compaction.L0BottomRatio): every key is overwritten once.
+	for r := range 7 {
 		for i := r; i < n; i += 7 {
 			put(i, fmt.Sprintf("v%d-%d", r+2, i))
 		}
@@ -1121,7 +1123,7 @@ func (r *l0MergeRig) sameTTLs() {
 // compaction run: merges while level 0 is small, then into the base level.
 func TestL0MergeMatchesReference(t *testing.T) {
 	r := newL0MergeRig(t, 8000, nil)
-	snap, refSnap := r.loadAndChurn(16, 150)
+	snap, refSnap := r.loadAndChurn(32, 600) // level 0 reaches a fifth of the base level (compaction.L0BottomRatio) and goes down
 	if m := r.db.Metrics(); m.CompactionsByKind["l0merge"] == 0 || m.CompactionsByKind["l0"] == 0 {
 		t.Fatalf("compactions by kind %v: want level-0 merges and level-0 compactions into the base level", m.CompactionsByKind)
 	}
@@ -1139,7 +1141,7 @@ func TestL0SliceMatchesReference(t *testing.T) {
 		o.LBaseMaxBytes = 1 << 20   // slices of an eighth of it
 		o.TargetFileSize = 64 << 10 // a base level of many small tables to cut at
 	})
-	snap, refSnap := r.loadAndChurn(24, 300)
+	snap, refSnap := r.loadAndChurn(24, 1200) // level 0 reaches a fifth of the base level (compaction.L0BottomRatio)
 	m := r.db.Metrics()
 	if m.CompactionsByKind["l0split"] == 0 || m.CompactionsByKind["l0"] < 2*m.CompactionsByKind["l0split"] {
 		t.Fatalf("compactions by kind %v: want level-0 splits, each followed by its slices going down", m.CompactionsByKind)

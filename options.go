@@ -326,7 +326,9 @@ type Options struct {
 	// LevelSizeRatio is the size ratio between adjacent levels. Level 0
 	// also merges its newest tables among themselves, instead of going
 	// down, while the base-level tables it overlaps hold more than this
-	// many times its bytes (RFC 0004, "Level-0 merges"). Default: 10.
+	// many times its bytes, or more than compaction.L0BottomRatio (5)
+	// times while the base level is the bottom level (RFC 0004, "Level-0
+	// merges"). Default: 10.
 	LevelSizeRatio float64
 	// ExpiredBytesRatio is the share of a table's bytes that must have
 	// expired for the table to be rewritten for that reason alone.

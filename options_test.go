@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/clock"
+	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/sstable"
 	"github.com/mayflydb/mayfly/storage"
 	"github.com/mayflydb/mayfly/storage/s3"
@@ -880,6 +881,22 @@ func TestDocsLimits(t *testing.T) {
 		if !found[name] {
 			t.Errorf("docs/usage.md does not state %s", name)
 		}
+	}
+}
+
+// TestDocsL0BottomRatio: the ratio usage.md states for level 0's merges
+// over a bottom base level is the compaction package's.
+func TestDocsL0BottomRatio(t *testing.T) {
+	data, err := os.ReadFile("docs/usage.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("`compaction.L0BottomRatio` = ([0-9.]+)").FindSubmatch(data)
+	if m == nil {
+		t.Fatal("docs/usage.md does not state compaction.L0BottomRatio")
+	}
+	if got, err := strconv.ParseFloat(string(m[1]), 64); err != nil || got != compaction.L0BottomRatio {
+		t.Fatalf("docs/usage.md: compaction.L0BottomRatio = %s, but the code says %v", m[1], compaction.L0BottomRatio)
 	}
 }
 

@@ -86,7 +86,7 @@ func pickL0(v *Levels, o *PickerOptions, env *Env, merge bool) *Pick {
 	lo, hi := keyRange(v[0])
 	p := &Pick{Kind: KindL0, Inputs: []Input{{Level: 0, Tables: slices.Clone(v[0])}}, OutputLevel: base}
 	over := overlapping(v[base], lo, hi)
-	if merge && mergeFirst(v, o, over) {
+	if merge && mergeFirst(v, o, over, base) {
 		if m := pickL0Merge(v, o, v[0], env); m != nil {
 			return m
 		}
@@ -104,21 +104,40 @@ func pickL0(v *Levels, o *PickerOptions, env *Env, merge bool) *Pick {
 }
 
 // mergeFirst reports whether level 0 should merge among itself before it
-// goes to the base level, whose tables over it overlaps. A level-0
+// goes to base, the base level, whose tables over it overlaps. A level-0
 // compaction into the base level reads and rewrites every base table its
 // key range overlaps; when those hold more than LevelSizeRatio times level
 // 0's bytes (random keys over a base level much larger than a few
 // flushes), each flushed byte would cost more than a level's fanout of
 // rewriting. So level 0 goes down once its bytes reach the base overlap
 // over LevelSizeRatio, or LBaseMaxBytes, and merges until then (RFC 0004,
-// "Level-0 merges").
-func mergeFirst(v *Levels, o *PickerOptions, over []*Table) bool {
+// "Level-0 merges"). While the base level is the bottom level, the bound is
+// the base overlap over L0BottomRatio instead (when that is the smaller
+// ratio): see L0BottomRatio.
+func mergeFirst(v *Levels, o *PickerOptions, over []*Table, base int) bool {
 	if o.LevelSizeRatio <= 0 {
 		return false
 	}
+	ratio := o.LevelSizeRatio
+	if base == Bottom {
+		ratio = min(ratio, L0BottomRatio)
+	}
 	l0Bytes := tableBytes(v[0])
-	return l0Bytes < o.LBaseMaxBytes && float64(tableBytes(over)) > o.LevelSizeRatio*float64(l0Bytes)
+	return l0Bytes < o.LBaseMaxBytes && float64(tableBytes(over)) > ratio*float64(l0Bytes)
 }
+
+// L0BottomRatio bounds the base bytes a level-0 descent rewrites per level-0
+// byte while the base level is the bottom level (a database under
+// LevelSizeRatio times LBaseMaxBytes): level 0 merges among itself until
+// its bytes reach the base overlap over this ratio. Rows level 0 holds over
+// older versions in the base level count twice on disk, so the ratio also
+// bounds what level 0 adds to space amplification (a fifth). Rows that reach the
+// bottom level are not compacted further, so what a descent costs is its
+// rewrite of the base tables beneath level 0, paid again by every descent;
+// fewer, larger descents pay it less often, for the merges' rewrites of
+// level 0's own, smaller bytes (RFC 0004, "Level-0 merges", on the bottom
+// level).
+const L0BottomRatio = 5
 
 // pickL0Merge returns a compaction into one level-0 table of a run of the
 // tables in newest (a prefix of level 0, none of it being compacted), or

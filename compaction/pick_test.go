@@ -342,7 +342,8 @@ func TestPickL0Move(t *testing.T) {
 
 // TestPickL0Merge: a level-0 compaction merges level 0's newest tables
 // into one level-0 table while the base level it overlaps holds more than
-// LevelSizeRatio times level 0's bytes and level 0 is under LBaseMaxBytes,
+// L0BottomRatio times level 0's bytes (the base level being the bottom
+// level here) and level 0 is under LBaseMaxBytes,
 // or while older level-0 tables are being compacted into the base level;
 // the run stops before a table more than twice its bytes so far and before
 // a short-lived table, and a run of fewer than two tables goes to the base
@@ -370,9 +371,12 @@ func TestPickL0Merge(t *testing.T) {
 		{name: "small level 0 over a large base level merges",
 			l0:   []*Table{tbl(5, "a", "z", 1000), tbl(4, "a", "z", 1000), tbl(3, "a", "z", 1000), tbl(2, "a", "z", 1000)},
 			base: base(50_000), kind: KindL0Merge, run: []uint64{5, 4, 3, 2}},
-		{name: "base level at most ten times level 0: into the base",
+		{name: "bottom level as base, at most L0BottomRatio times level 0: into the base",
 			l0:   []*Table{tbl(5, "a", "z", 1000), tbl(4, "a", "z", 1000), tbl(3, "a", "z", 1000), tbl(2, "a", "z", 1000)},
-			base: base(40_000), kind: KindL0},
+			base: base(20_000), kind: KindL0},
+		{name: "bottom level as base, over L0BottomRatio times level 0: merges",
+			l0:   []*Table{tbl(5, "a", "z", 1000), tbl(4, "a", "z", 1000), tbl(3, "a", "z", 1000), tbl(2, "a", "z", 1000)},
+			base: base(20_001), kind: KindL0Merge, run: []uint64{5, 4, 3, 2}},
 		{name: "level 0 at LBaseMaxBytes: into the base",
 			l0:   []*Table{tbl(5, "a", "z", 300_000), tbl(4, "a", "z", 300_000), tbl(3, "a", "z", 300_000), tbl(2, "a", "z", 300_000)},
 			base: base(100 << 20), kind: KindL0},
@@ -437,5 +441,37 @@ func TestPickL0Merge(t *testing.T) {
 	v[0], v[Bottom] = []*Table{tbl(4, "a", "z", 1000), expired}, base(1<<20)
 	if p := PickAuto(&v, &o, &Env{Now: now}); p == nil || p.Kind != KindExpired || p.OutputLevel != Bottom || len(p.Inputs) != 2 {
 		t.Fatalf("expired level-0 rows: picked %+v, want an expired-bytes compaction of level 0 into the base level", p)
+	}
+}
+
+// TestPickL0MergeAboveBottom: over a base level that is not the bottom
+// level, level 0 goes down once the base tables it overlaps hold at most
+// LevelSizeRatio times its bytes, as L0BottomRatio applies to a bottom base
+// level only; over more, it merges.
+func TestPickL0MergeAboveBottom(t *testing.T) {
+	const now = 10_000_000
+	o := testPickerOpts // ratio 10, LBaseMaxBytes 1 MiB: base level 5 over a 10 MiB bottom
+	l0 := func() []*Table {
+		return []*Table{sizedTable(5, "a", "z", 1000, now), sizedTable(4, "a", "z", 1000, now),
+			sizedTable(3, "a", "z", 1000, now), sizedTable(2, "a", "z", 1000, now)}
+	}
+	for _, c := range []struct {
+		baseBytes uint64
+		kind      Kind
+	}{{40_000, KindL0}, {40_001, KindL0Merge}} {
+		var v Levels
+		v[0] = l0()
+		v[Bottom-1] = []*Table{sizedTable(10, "a", "z", c.baseBytes, now)}
+		v[Bottom] = []*Table{sizedTable(20, "a", "z", 10<<20, now)}
+		if _, base := Targets(&v, &o); base != Bottom-1 {
+			t.Fatalf("base level %d, want %d", base, Bottom-1)
+		}
+		p := PickAuto(&v, &o, &Env{Now: now})
+		if p == nil || p.Kind != c.kind {
+			t.Fatalf("base level of %d bytes under 4000 in level 0: picked %+v, want kind %v", c.baseBytes, p, c.kind)
+		}
+		if c.kind == KindL0 && p.OutputLevel != Bottom-1 {
+			t.Fatalf("level 0 went to level %d, want %d", p.OutputLevel, Bottom-1)
+		}
 	}
 }

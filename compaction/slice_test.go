@@ -51,8 +51,9 @@ func TestPickL0Split(t *testing.T) {
 	o := testPickerOpts
 	const k = 1 << 10
 	l0 := func() []*Table {
-		return []*Table{sizedTable(5, "a", "z", 100*k, now), sizedTable(4, "a", "z", 100*k, now),
-			sizedTable(3, "a", "z", 100*k, now), sizedTable(2, "a", "z", 100*k, now)}
+		// 800 KiB: the base tables below hold under L0BottomRatio times that.
+		return []*Table{sizedTable(5, "a", "z", 200*k, now), sizedTable(4, "a", "z", 200*k, now),
+			sizedTable(3, "a", "z", 200*k, now), sizedTable(2, "a", "z", 200*k, now)}
 	}
 	p := pickKind(t, &o, now, l0(), baseTables(300*k, "ab", "cd", "ef", "gh"), KindL0Split)
 	if p.OutputLevel != 0 || len(p.Inputs) != 1 || !slices.Equal(tableNums(p.Inputs[0].Tables), []uint64{5, 4, 3, 2}) {
