@@ -126,17 +126,17 @@ func mergeFirst(v *Levels, o *PickerOptions, over []*Table, base int) bool {
 	return l0Bytes < o.LBaseMaxBytes && float64(tableBytes(over)) > ratio*float64(l0Bytes)
 }
 
-// L0BottomRatio bounds the base bytes a level-0 descent rewrites per level-0
-// byte while the base level is the bottom level (a database under
-// LevelSizeRatio times LBaseMaxBytes): level 0 merges among itself until
-// its bytes reach the base overlap over this ratio. Rows level 0 holds over
-// older versions in the base level count twice on disk, so the ratio also
-// bounds what level 0 adds to space amplification (a fifth). Rows that reach the
-// bottom level are not compacted further, so what a descent costs is its
-// rewrite of the base tables beneath level 0, paid again by every descent;
-// fewer, larger descents pay it less often, for the merges' rewrites of
-// level 0's own, smaller bytes (RFC 0004, "Level-0 merges", on the bottom
-// level).
+// L0BottomRatio replaces LevelSizeRatio in mergeFirst while the base level
+// is the bottom level (a database under LevelSizeRatio times
+// LBaseMaxBytes): level 0 merges among itself until its bytes reach the
+// base overlap over this ratio. Rows in the bottom level are not compacted
+// further, so a descent's cost is its rewrite of the base tables beneath
+// level 0, paid again by every descent; fewer, larger descents pay it less
+// often, for the merges' rewrites of level 0's own, smaller bytes. The
+// ratio's lower bound is space: a row level 0 holds over an older version
+// in the base level counts twice on disk, so level 0 adds at most
+// 1/L0BottomRatio of the base bytes it overlaps (RFC 0004, "Level-0
+// merges", on the bottom level).
 const L0BottomRatio = 5
 
 // pickL0Merge returns a compaction into one level-0 table of a run of the
