@@ -884,6 +884,8 @@ func TestDocsLimits(t *testing.T) {
 	}
 }
 
+var l0BottomRatioText = regexp.MustCompile("`compaction.L0BottomRatio` = ([0-9.]+)")
+
 // TestDocsL0BottomRatio: the ratio usage.md states for level 0's merges
 // over a bottom base level is the compaction package's.
 func TestDocsL0BottomRatio(t *testing.T) {
@@ -891,7 +893,7 @@ func TestDocsL0BottomRatio(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile("`compaction.L0BottomRatio` = ([0-9.]+)").FindSubmatch(data)
+	m := l0BottomRatioText.FindSubmatch(data)
 	if m == nil {
 		t.Fatal("docs/usage.md does not state compaction.L0BottomRatio")
 	}

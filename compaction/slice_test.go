@@ -51,7 +51,8 @@ func TestPickL0Split(t *testing.T) {
 	o := testPickerOpts
 	const k = 1 << 10
 	l0 := func() []*Table {
-		// 800 KiB: the base tables below hold under L0BottomRatio times that.
+		// Large enough that the base tables below hold under L0BottomRatio
+		// times level 0's bytes, so it goes down rather than merging.
 		return []*Table{sizedTable(5, "a", "z", 200*k, now), sizedTable(4, "a", "z", 200*k, now),
 			sizedTable(3, "a", "z", 200*k, now), sizedTable(2, "a", "z", 200*k, now)}
 	}
