@@ -416,7 +416,7 @@ func (db *DB) runPick(ctx context.Context, j *compactionJob, now int64) (err err
 	case compaction.KindL0Split:
 		splitAt = 0 // one table per slice: cut at p.Cuts only
 	}
-	outs, err := db.writeTables(ci, splitAt, p.Cuts, nil)
+	outs, err := db.writeTables(ci, db.bloomBits(p.OutputLevel), splitAt, p.Cuts, nil)
 	if err != nil {
 		return err
 	}

@@ -211,6 +211,7 @@ func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool, deadlineAbove func
 			return r, ok, err
 		}
 	}
+	bits := db.bloomBits(0)
 	if mayBeBottom && it.First() {
 		lo := append([]byte(nil), it.Row().Key...)
 		it.Last()
@@ -218,13 +219,18 @@ func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool, deadlineAbove func
 		db.mu.Lock()
 		cfg.Bottom = !compaction.AnyOverlap(db.pickerLevels(), lo, hi)
 		db.mu.Unlock()
+		if cfg.Bottom {
+			// Nothing to merge with: the table goes down by a move
+			// (sequential keys) and keeps its filter there.
+			bits = db.bloomBits(compaction.Bottom)
+		}
 	}
 	ci := compaction.NewIterator(it, cfg)
 	var written func(*format.Row)
 	if next != nil && below != nil {
 		written = next.written
 	}
-	tables, err := db.writeTables(ci, 0, nil, written)
+	tables, err := db.writeTables(ci, bits, 0, nil, written)
 	if err != nil || len(tables) == 0 {
 		return nil, err
 	}
@@ -240,13 +246,23 @@ func (db *DB) compactionConfig(bottom bool) compaction.Config {
 	return compaction.Config{Snapshots: db.snapshotSeqs(), Now: db.pickerEnv().Now, Bottom: bottom, Merger: db.merger()}
 }
 
-// writeTables writes the rows of ci to new tables. With splitAt > 0 a table
+// bloomBits is the bloom filter bits per key of a table written to level:
+// Options.L0BloomBitsPerKey at level 0, Options.BloomBitsPerKey below.
+func (db *DB) bloomBits(level int) int {
+	if level == 0 {
+		return db.opts.L0BloomBitsPerKey
+	}
+	return db.opts.BloomBitsPerKey
+}
+
+// writeTables writes the rows of ci to new tables whose bloom filters have
+// bits bits per key. With splitAt > 0 a table
 // is closed once it reaches splitAt bytes, but never between two versions of
 // one user key. A table is also closed before the first row whose user key
 // reaches the next of cuts (ascending user keys; nil: none), so that no table
 // spans a cut. written (nil: none) sees each row once it is added. The
 // tables are durable when writeTables returns.
-func (db *DB) writeTables(ci *compaction.Iterator, splitAt int64, cuts [][]byte, written func(*format.Row)) ([]*tableFile, error) {
+func (db *DB) writeTables(ci *compaction.Iterator, bits int, splitAt int64, cuts [][]byte, written func(*format.Row)) ([]*tableFile, error) {
 	var (
 		out     []*tableFile
 		w       *sstable.Writer
@@ -304,7 +320,7 @@ func (db *DB) writeTables(ci *compaction.Iterator, splitAt int64, cuts [][]byte,
 				BlockSize:       db.opts.BlockSize,
 				RestartInterval: 16,
 				Compression:     db.opts.Compression,
-				BloomBitsPerKey: db.opts.BloomBitsPerKey,
+				BloomBitsPerKey: bits,
 				CreationTime:    db.clock.NowMillis(),
 			})
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -171,6 +172,61 @@ func TestFlushDropsExpiredAtBottom(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		if v, err := db.Get([]byte(fmt.Sprintf("k%03d", i))); i%4 == 0 && (err != nil || string(v) != "v") || i%4 != 0 && !errors.Is(err, ErrNotFound) {
 			t.Fatalf("k%03d: %q, %v", i, v, err)
+		}
+	}
+}
+
+// TestFlushL0BloomBits: a flush that overlaps an older table writes a
+// level-0 table with Options.L0BloomBitsPerKey bits per key; a flush that
+// overlaps nothing (it will go down by a move) and a compaction into a
+// lower level write Options.BloomBitsPerKey.
+func TestFlushL0BloomBits(t *testing.T) {
+	db := openTestDB(t, t.TempDir(), clock.NewManual(epoch), func(o *Options) {
+		o.DisableAutoCompaction = true
+		o.BloomBitsPerKey = 8
+		o.L0BloomBitsPerKey = 20
+	})
+	defer db.Close()
+	const keys = 3000
+	// bitsPerKey is a table's filter bits per key, to within the rounding
+	// to 64-byte lines and the filter's header.
+	bitsPerKey := func(tf *tableFile) int {
+		return int((tf.reader.FilterSize()*8 + int64(tf.Meta.NumRows)/2) / int64(tf.Meta.NumRows))
+	}
+	for round := range 2 {
+		for i := range keys {
+			if err := db.Put(fmt.Appendf(nil, "k%05d", i), fmt.Appendf(nil, "v%d", round)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.mu.Lock()
+	l0 := slices.Clone(db.current.levels[0])
+	db.mu.Unlock()
+	if len(l0) != 2 {
+		t.Fatalf("level 0 holds %d tables, want the two flushes", len(l0))
+	}
+	if got := bitsPerKey(l0[1]); got != 8 {
+		t.Errorf("first flush, over an empty database: %d bits per key, want BloomBitsPerKey (8)", got)
+	}
+	if got := bitsPerKey(l0[0]); got != 20 {
+		t.Errorf("second flush, over the first: %d bits per key, want L0BloomBitsPerKey (20)", got)
+	}
+	if err := db.Compact(context.Background(), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	db.mu.Lock()
+	bottom := slices.Clone(db.current.levels[bottomLevel])
+	db.mu.Unlock()
+	if len(bottom) == 0 {
+		t.Fatal("the compaction left the bottom level empty")
+	}
+	for _, tf := range bottom {
+		if got := bitsPerKey(tf); got != 8 {
+			t.Errorf("compaction output %d: %d bits per key, want BloomBitsPerKey (8)", tf.Meta.Num, got)
 		}
 	}
 }

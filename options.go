@@ -78,6 +78,10 @@ func l0ScaleCapped(memtable int64, limit int64) int {
 // table is open) absurdly large.
 const MaxBloomBitsPerKey = 64
 
+// DefaultL0BloomBitsPerKey is the default of Options.L0BloomBitsPerKey
+// when Options.BloomBitsPerKey is not larger.
+const DefaultL0BloomBitsPerKey = 16
+
 // defaultLocalReadAhead is Options.ReadAheadSize's default for iterators on
 // a local directory.
 const defaultLocalReadAhead = 256 << 10
@@ -266,6 +270,17 @@ type Options struct {
 	// 1% false-positive rate). Above MaxBloomBitsPerKey Open fails with
 	// ErrInvalidOptions.
 	BloomBitsPerKey int
+	// L0BloomBitsPerKey sizes the bloom filters of level-0 tables: those a
+	// flush writes and those a merge or split within level 0 writes.
+	// Default: 16 (about 0.1% false positives), or BloomBitsPerKey when
+	// that is larger. A point lookup, and the existence check of a
+	// conditional write, probes every level-0 table whose key range holds
+	// its key (with random keys, every one) but one table per level below,
+	// so level 0 answers most of its probes, and each false positive costs
+	// a data-block read. Level 0 holds the fewest keys, so its larger
+	// filters cost little memory. Above MaxBloomBitsPerKey Open fails with
+	// ErrInvalidOptions; DisableBloomFilters turns these off too.
+	L0BloomBitsPerKey int
 	// DisableBloomFilters writes SSTables without a bloom filter.
 	DisableBloomFilters bool
 	// BlockCacheSize is the byte budget of the block cache shared by all
@@ -465,8 +480,14 @@ func (o *Options) withDefaults() (*Options, error) {
 	if c.BloomBitsPerKey > MaxBloomBitsPerKey {
 		return nil, fmt.Errorf("%w: Options.BloomBitsPerKey %d is above %d", ErrInvalidOptions, c.BloomBitsPerKey, MaxBloomBitsPerKey)
 	}
+	if c.L0BloomBitsPerKey > MaxBloomBitsPerKey {
+		return nil, fmt.Errorf("%w: Options.L0BloomBitsPerKey %d is above %d", ErrInvalidOptions, c.L0BloomBitsPerKey, MaxBloomBitsPerKey)
+	}
 	if c.BloomBitsPerKey == 0 && !c.DisableBloomFilters {
 		c.BloomBitsPerKey = 10
+	}
+	if c.L0BloomBitsPerKey == 0 && !c.DisableBloomFilters {
+		c.L0BloomBitsPerKey = max(DefaultL0BloomBitsPerKey, c.BloomBitsPerKey)
 	}
 	if c.BlockCacheSize == 0 && !c.DisableBlockCache {
 		c.BlockCacheSize = 64 << 20
@@ -539,6 +560,7 @@ func (o *Options) checkSigns() error {
 		{"WALMinWriteInterval", o.WALMinWriteInterval, o.WALMinWriteInterval < 0},
 		{"BlockSize", o.BlockSize, o.BlockSize < 0},
 		{"BloomBitsPerKey", o.BloomBitsPerKey, o.BloomBitsPerKey < 0},
+		{"L0BloomBitsPerKey", o.L0BloomBitsPerKey, o.L0BloomBitsPerKey < 0},
 		{"BlockCacheSize", o.BlockCacheSize, o.BlockCacheSize < 0},
 		{"TargetFileSize", o.TargetFileSize, o.TargetFileSize < 0},
 		{"ReadAheadSize", o.ReadAheadSize, o.ReadAheadSize < 0},
@@ -564,6 +586,7 @@ func (o *Options) checkSigns() error {
 		{"DisableAgeRotation", "MemtableExpiryFraction", o.DisableAgeRotation, o.MemtableExpiryFraction != 0},
 		{"DisableWALMinWriteInterval", "WALMinWriteInterval", o.DisableWALMinWriteInterval, o.WALMinWriteInterval != 0},
 		{"DisableBloomFilters", "BloomBitsPerKey", o.DisableBloomFilters, o.BloomBitsPerKey != 0},
+		{"DisableBloomFilters", "L0BloomBitsPerKey", o.DisableBloomFilters, o.L0BloomBitsPerKey != 0},
 		{"DisableBlockCache", "BlockCacheSize", o.DisableBlockCache, o.BlockCacheSize != 0},
 		{"DisableReadAhead", "ReadAheadSize", o.DisableReadAhead, o.ReadAheadSize != 0},
 		{"DisablePeriodicCompaction", "PeriodicCompactionInterval", o.DisablePeriodicCompaction, o.PeriodicCompactionInterval != 0},

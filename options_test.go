@@ -26,33 +26,67 @@ import (
 	"github.com/mayflydb/mayfly/storage/s3"
 )
 
-// TestOpenRejectsOversizedBloom: a BloomBitsPerKey above the bound fails
-// Open with ErrInvalidOptions before anything is created; the bound itself
-// is accepted.
+// TestOpenRejectsOversizedBloom: a BloomBitsPerKey or L0BloomBitsPerKey
+// above the bound fails Open with ErrInvalidOptions naming it before
+// anything is created; the bound itself is accepted.
 func TestOpenRejectsOversizedBloom(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "db")
-	_, err := Open(dir, &Options{BloomBitsPerKey: MaxBloomBitsPerKey + 1})
-	if !errors.Is(err, ErrInvalidOptions) {
-		t.Fatalf("Open with BloomBitsPerKey %d: %v, want ErrInvalidOptions", MaxBloomBitsPerKey+1, err)
+	for _, field := range []string{"BloomBitsPerKey", "L0BloomBitsPerKey"} {
+		with := func(bits int) *Options {
+			o := &Options{}
+			reflect.ValueOf(o).Elem().FieldByName(field).SetInt(int64(bits))
+			return o
+		}
+		dir := filepath.Join(t.TempDir(), "db")
+		_, err := Open(dir, with(MaxBloomBitsPerKey+1))
+		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), field) {
+			t.Fatalf("Open with %s %d: %v, want ErrInvalidOptions naming it", field, MaxBloomBitsPerKey+1, err)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("a rejected Open left %s behind (stat: %v)", dir, err)
+		}
+		db, err := Open(dir, with(MaxBloomBitsPerKey))
+		if err != nil {
+			t.Fatalf("Open with %s %d: %v", field, MaxBloomBitsPerKey, err)
+		}
+		// Two overlapping flushes: the second is a level-0 table.
+		for round := range 2 {
+			if err := db.Put([]byte("k"), fmt.Appendf(nil, "v%d", round)); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Flush(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if v, err := db.Get([]byte("k")); err != nil || string(v) != "v1" {
+			t.Fatalf("Get after flushes with %s %d: %q, %v", field, MaxBloomBitsPerKey, v, err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("a rejected Open left %s behind (stat: %v)", dir, err)
-	}
-	db, err := Open(dir, &Options{BloomBitsPerKey: MaxBloomBitsPerKey})
-	if err != nil {
-		t.Fatalf("Open with BloomBitsPerKey %d: %v", MaxBloomBitsPerKey, err)
-	}
-	if err := db.Put([]byte("k"), []byte("v")); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if v, err := db.Get([]byte("k")); err != nil || string(v) != "v" {
-		t.Fatalf("Get after flush with a %d-bit filter: %q, %v", MaxBloomBitsPerKey, v, err)
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
+}
+
+// TestL0BloomBitsDefault: L0BloomBitsPerKey defaults to
+// DefaultL0BloomBitsPerKey, or to BloomBitsPerKey where that is larger; a
+// value given is kept.
+func TestL0BloomBitsDefault(t *testing.T) {
+	for _, c := range []struct{ bits, l0, want int }{
+		{0, 0, DefaultL0BloomBitsPerKey},
+		{8, 0, DefaultL0BloomBitsPerKey},
+		{DefaultL0BloomBitsPerKey + 4, 0, DefaultL0BloomBitsPerKey + 4},
+		{DefaultL0BloomBitsPerKey + 4, 12, 12},
+	} {
+		db, err := Open(t.TempDir(), &Options{BloomBitsPerKey: c.bits, L0BloomBitsPerKey: c.l0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := db.opts.L0BloomBitsPerKey
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("BloomBitsPerKey %d, L0BloomBitsPerKey %d: resolved to %d, want %d", c.bits, c.l0, got, c.want)
+		}
 	}
 }
 
@@ -152,6 +186,7 @@ func TestDisableOptions(t *testing.T) {
 			return db.opts.WALMinWriteInterval == 0 && db.logWriter.MinWriteInterval() == 0
 		}},
 		{"DisableBloomFilters", "BloomBitsPerKey", func(db *DB) bool { return db.opts.BloomBitsPerKey == 0 }},
+		{"DisableBloomFilters", "L0BloomBitsPerKey", func(db *DB) bool { return db.opts.L0BloomBitsPerKey == 0 }},
 		{"DisableBlockCache", "BlockCacheSize", func(db *DB) bool { return db.opts.BlockCacheSize == 0 && db.cache == nil }},
 		{"DisableReadAhead", "ReadAheadSize", func(db *DB) bool { return db.opts.ReadAheadSize == 0 && db.compactionReadAhead == 0 }},
 		{"DisablePeriodicCompaction", "PeriodicCompactionInterval", func(db *DB) bool {

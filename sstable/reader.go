@@ -317,6 +317,10 @@ func (r *Reader) readDataBlock(h blockHandle, fill bool) (blockRef, error) {
 // Properties returns the table's properties; the caller must not modify them.
 func (r *Reader) Properties() *Properties { return r.props }
 
+// FilterSize returns the length in bytes of the table's filter block, 0 for
+// a table written without a filter. It reads nothing.
+func (r *Reader) FilterSize() int64 { return int64(r.footer.filter.length) }
+
 // MayContain reports whether the table may hold a row for ukey: false only
 // when the bloom filter rules it out. Without a filter it returns true. The
 // first call reads and checks the filter block; an error reading or
