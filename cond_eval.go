@@ -70,6 +70,9 @@ type keyState struct {
 	value    []byte
 	expires  bool
 	deadline int64 // Unix ms, valid if expires
+	// none: the read found no version of the key at all, live or dead
+	// (set by peekKey only; false where not known).
+	none bool
 }
 
 // holds reports whether a condition of kind k holds for entry e (stamped:
@@ -135,6 +138,10 @@ type batchConds struct {
 	// the bare ErrConditionFailed, which such a call turns into false.
 	peek  condPeek
 	quiet bool
+	// newKeys counts the entries that, at the last commit, an if-absent
+	// condition found to be their key's first version (keyState.none);
+	// the applied batch passes it to its memtable (Memtable.NoteNewKeys).
+	newKeys int
 }
 
 func (c *batchConds) reset() {
@@ -144,6 +151,7 @@ func (c *batchConds) reset() {
 	c.tokens = c.tokens[:0]
 	c.got = c.got[:0]
 	c.counter = counterWindow{}
+	c.newKeys = 0
 }
 
 // add attaches a condition to entry.
@@ -222,7 +230,7 @@ func (o *condOverlay) begin(db *DB, now int64) {
 // ErrConditionFailed for a failed condition).
 func (o *condOverlay) admit(b *Batch, feedAll bool) error {
 	c := &b.cond
-	c.got = c.got[:0]
+	c.got, c.newKeys = c.got[:0], 0
 	feedTo := b.count
 	if !feedAll {
 		feedTo = c.list[len(c.list)-1].entry
@@ -281,6 +289,9 @@ func (c *batchConds) judge(bc *batchCond, s keyState, r *format.Row) error {
 	}
 	if bc.kind == condCounter {
 		c.counter = operandWindow(s, r)
+	}
+	if bc.kind == condAbsent && s.none && r.HasValue() {
+		c.newKeys++
 	}
 	return nil
 }

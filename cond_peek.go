@@ -64,7 +64,7 @@ func (db *DB) peekKey(key []byte, withValue bool, p *condPeek) error {
 	if err != nil {
 		return err
 	}
-	p.st = keyState{}
+	p.st = keyState{none: !found}
 	if found && r.HasValue() {
 		if r.HasExpiry() && r.ExpiredAt(db.clock.NowMillis()) {
 			found = false
@@ -124,7 +124,7 @@ func (o *condOverlay) admitPeeked(b *Batch, logNum uint64, feed bool) (proved, r
 	if !ok {
 		return false, false, nil
 	}
-	c.got = c.got[:0]
+	c.got, c.newKeys = c.got[:0], 0
 	if err := c.judge(&c.list[0], s, &r); err != nil {
 		return true, rests, err
 	}

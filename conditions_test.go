@@ -3,6 +3,7 @@ package mayfly
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,6 +74,56 @@ func TestPutIfAbsent(t *testing.T) {
 	mustGet(t, db, "k", "v5")
 	ok, err = db.PutIfAbsent([]byte("k"), []byte("v6"), NoExpiry())
 	wantApplied(t, "PutIfAbsent after reopen", ok, err, false)
+}
+
+// TestPutIfAbsentCountsNewKeys: a flushed level-0 table knows how many of
+// its rows a PutIfAbsent proved to be their key's first version; a key
+// with a dead version beneath (a tombstone in an older table) and plain
+// puts do not count, and a reopened database knows none.
+func TestPutIfAbsentCountsNewKeys(t *testing.T) {
+	dir := t.TempDir()
+	clk := clock.NewManual(epoch)
+	db := openTestDB(t, dir, clk, func(o *Options) { o.DisableAutoCompaction = true })
+	// The tombstone goes to a table above the one holding the value, so
+	// that the flush keeps it.
+	must(t, db.Put([]byte("gone"), []byte("v")))
+	must(t, db.Flush())
+	must(t, db.Delete([]byte("gone")))
+	for i := range 10 {
+		must(t, db.Put(fmt.Appendf(nil, "old%03d", i), []byte("v")))
+	}
+	must(t, db.Flush())
+	for i := range 100 {
+		ok, err := db.PutIfAbsent(fmt.Appendf(nil, "new%03d", i), []byte("v"), NoExpiry())
+		wantApplied(t, "PutIfAbsent of a new key", ok, err, true)
+	}
+	for i := range 10 {
+		ok, err := db.PutIfAbsent(fmt.Appendf(nil, "old%03d", i), []byte("v"), NoExpiry())
+		wantApplied(t, "PutIfAbsent of a live key", ok, err, false)
+	}
+	ok, err := db.PutIfAbsent([]byte("gone"), []byte("v"), NoExpiry())
+	wantApplied(t, "PutIfAbsent over a tombstone", ok, err, true)
+	for i := range 50 {
+		must(t, db.Put(fmt.Appendf(nil, "put%03d", i), []byte("v")))
+	}
+	must(t, db.Flush())
+	newKeys := func(db *DB) []uint64 {
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		var out []uint64
+		for _, tf := range db.current.levels[0] {
+			out = append(out, tf.newKeys)
+		}
+		return out
+	}
+	if got := newKeys(db); !slices.Equal(got, []uint64{100, 0, 0}) {
+		t.Fatalf("level 0's new keys, newest first: %v, want [100 0 0]", got)
+	}
+	db = reopen(t, db, dir, clk)
+	defer db.Close()
+	if got := newKeys(db); !slices.Equal(got, []uint64{0, 0, 0}) {
+		t.Fatalf("after reopen, level 0's new keys: %v, want [0 0 0]", got)
+	}
 }
 
 func TestPutIfPresent(t *testing.T) {

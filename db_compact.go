@@ -258,7 +258,7 @@ func (db *DB) pickerLevels() *compaction.Levels {
 		views := make([]compaction.Table, len(lvl))
 		lv[l] = make([]*compaction.Table, len(lvl))
 		for i, t := range lvl {
-			views[i] = compaction.Table{Meta: t.Meta, Compacting: t.compacting, Shadows: t.shadows}
+			views[i] = compaction.Table{Meta: t.Meta, Compacting: t.compacting, Shadows: t.shadows, NewKeys: t.newKeys}
 			lv[l][i] = &views[i]
 		}
 	}
@@ -424,6 +424,9 @@ func (db *DB) runPick(ctx context.Context, j *compactionJob, now int64) (err err
 	for _, t := range outs {
 		edit.added = append(edit.added, addedTable{level: p.OutputLevel, table: t})
 		outBytes += t.Meta.Size
+	}
+	if p.OutputLevel == 0 {
+		carryNewKeys(p.Inputs, outs)
 	}
 	if err := db.logAndApply(edit); err != nil {
 		db.discardTables(outs, err)

@@ -235,7 +235,45 @@ func (db *DB) writeL0(m *memtable.Memtable, mayBeBottom bool, deadlineAbove func
 		return nil, err
 	}
 	tables[0].shadows = shadows
+	tables[0].newKeys = carriedNewKeys(uint64(m.NewKeys()), uint64(m.Len()), tables[0].Meta.NumRows)
 	return tables[0], nil
+}
+
+// carriedNewKeys is how many of out rows, written from in rows of which
+// newKeys were their key's first version (Memtable.NoteNewKeys), are known
+// to still be first versions: every row dropped on the way may have been
+// one of them. A row that supersedes a dropped first version has nothing
+// beneath it either, but is not counted; the count only errs low.
+func carriedNewKeys(newKeys, in, out uint64) uint64 {
+	dropped := in - min(in, out)
+	if newKeys <= dropped {
+		return 0
+	}
+	return min(newKeys-dropped, out)
+}
+
+// carryNewKeys sets the newKeys of outs, the level-0 tables a merge or
+// split within level 0 wrote from the level-0 tables of inputs: the
+// inputs' count less the rows dropped (carriedNewKeys), shared among the
+// outputs in proportion to their rows, rounded down.
+func carryNewKeys(inputs []compaction.Input, outs []*tableFile) {
+	var newKeys, in, out uint64
+	for _, input := range inputs {
+		for _, t := range input.Tables {
+			newKeys += t.NewKeys
+			in += t.Meta.NumRows
+		}
+	}
+	for _, t := range outs {
+		out += t.Meta.NumRows
+	}
+	carried := carriedNewKeys(newKeys, in, out)
+	if carried == 0 {
+		return
+	}
+	for _, t := range outs {
+		t.newKeys = uint64(float64(carried) * float64(t.Meta.NumRows) / float64(out))
+	}
 }
 
 // compactionConfig returns the rules for a flush or compaction starting now:

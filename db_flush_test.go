@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/clock"
+	"github.com/mayflydb/mayfly/compaction"
 	"github.com/mayflydb/mayfly/format"
+	"github.com/mayflydb/mayfly/manifest"
 	"github.com/mayflydb/mayfly/memtable"
 	"github.com/mayflydb/mayfly/sstable"
 	"github.com/mayflydb/mayfly/storage"
@@ -228,6 +230,35 @@ func TestFlushL0BloomBits(t *testing.T) {
 		if got := bitsPerKey(tf); got != 8 {
 			t.Errorf("compaction output %d: %d bits per key, want BloomBitsPerKey (8)", tf.Meta.Num, got)
 		}
+	}
+}
+
+// TestCarriedNewKeys: a rewrite keeps the count of first versions less
+// every row it dropped, never below 0 nor above the rows it wrote; a split
+// shares the count among its outputs by their rows, rounded down.
+func TestCarriedNewKeys(t *testing.T) {
+	for _, c := range []struct{ newKeys, in, out, want uint64 }{
+		{100, 151, 151, 100},
+		{100, 151, 149, 98},
+		{1, 10, 5, 0},
+		{10, 10, 5, 5},
+		{0, 10, 10, 0},
+	} {
+		if got := carriedNewKeys(c.newKeys, c.in, c.out); got != c.want {
+			t.Errorf("carriedNewKeys(%d, %d, %d) = %d, want %d", c.newKeys, c.in, c.out, got, c.want)
+		}
+	}
+	table := func(rows, newKeys uint64) *compaction.Table {
+		return &compaction.Table{Meta: &manifest.FileMeta{TableStats: format.TableStats{NumRows: rows}}, NewKeys: newKeys}
+	}
+	out := func(rows uint64) *tableFile {
+		return &tableFile{Meta: &manifest.FileMeta{TableStats: format.TableStats{NumRows: rows}}}
+	}
+	inputs := []compaction.Input{{Level: 0, Tables: []*compaction.Table{table(60, 60), table(40, 10)}}}
+	outs := []*tableFile{out(30), out(60)} // 10 rows dropped: 60 of 90 carried
+	carryNewKeys(inputs, outs)
+	if outs[0].newKeys != 20 || outs[1].newKeys != 40 {
+		t.Fatalf("split outputs' new keys: %d and %d, want 20 and 40", outs[0].newKeys, outs[1].newKeys)
 	}
 }
 

@@ -193,6 +193,9 @@ func (db *DB) applyOne(w *commitWaiter) error {
 	if err := w.mem.ApplyBatch(w.batch.data); err != nil {
 		return db.setBackgroundError(fmt.Errorf("memtable apply: %w", err))
 	}
+	if n := w.batch.cond.newKeys; n > 0 {
+		w.mem.NoteNewKeys(n)
+	}
 	return nil
 }
 

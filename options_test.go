@@ -919,21 +919,29 @@ func TestDocsLimits(t *testing.T) {
 	}
 }
 
-var l0BottomRatioText = regexp.MustCompile("`compaction.L0BottomRatio` = ([0-9.]+)")
+var l0RatioText = regexp.MustCompile("`compaction.(L0BottomRatio|L0NewKeyRatio)` = ([0-9.]+)")
 
-// TestDocsL0BottomRatio: the ratio usage.md states for level 0's merges
-// over a bottom base level is the compaction package's.
+// TestDocsL0BottomRatio: the ratios usage.md states for level 0's merges
+// over a bottom base level, for all rows and for new keys, are the
+// compaction package's.
 func TestDocsL0BottomRatio(t *testing.T) {
 	data, err := os.ReadFile("docs/usage.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := l0BottomRatioText.FindSubmatch(data)
-	if m == nil {
-		t.Fatal("docs/usage.md does not state compaction.L0BottomRatio")
+	want := map[string]float64{"L0BottomRatio": compaction.L0BottomRatio, "L0NewKeyRatio": compaction.L0NewKeyRatio}
+	seen := map[string]bool{}
+	for _, m := range l0RatioText.FindAllSubmatch(data, -1) {
+		name := string(m[1])
+		seen[name] = true
+		if got, err := strconv.ParseFloat(string(m[2]), 64); err != nil || got != want[name] {
+			t.Errorf("docs/usage.md: compaction.%s = %s, but the code says %v", name, m[2], want[name])
+		}
 	}
-	if got, err := strconv.ParseFloat(string(m[1]), 64); err != nil || got != compaction.L0BottomRatio {
-		t.Fatalf("docs/usage.md: compaction.L0BottomRatio = %s, but the code says %v", m[1], compaction.L0BottomRatio)
+	for name := range want {
+		if !seen[name] {
+			t.Errorf("docs/usage.md does not state compaction.%s", name)
+		}
 	}
 }
 

@@ -31,6 +31,11 @@ type tableFile struct {
 	// tables written by compactions and for tables opened from the
 	// manifest (the count is not recorded on disk).
 	shadows uint64
+	// newKeys is compaction.Table.NewKeys: how many of the table's rows
+	// are their key's first version, counted when a flush or a merge
+	// within level 0 wrote it; 0 for other tables and for tables opened
+	// from the manifest (the count is not recorded on disk).
+	newKeys uint64
 }
 
 func (t *tableFile) ref() { t.refs.Add(1) }

@@ -113,17 +113,38 @@ func pickL0(v *Levels, o *PickerOptions, env *Env, merge bool) *Pick {
 // over LevelSizeRatio, or LBaseMaxBytes, and merges until then (RFC 0004,
 // "Level-0 merges"). While the base level is the bottom level, the bound is
 // the base overlap over L0BottomRatio instead (when that is the smaller
-// ratio): see L0BottomRatio.
+// ratio), counting only the bytes of rows that may overwrite a base row,
+// and level 0 as a whole goes down at the base overlap over
+// L0NewKeyRatio: see L0BottomRatio and L0NewKeyRatio.
 func mergeFirst(v *Levels, o *PickerOptions, over []*Table, base int) bool {
 	if o.LevelSizeRatio <= 0 {
 		return false
 	}
-	ratio := o.LevelSizeRatio
-	if base == Bottom {
-		ratio = min(ratio, L0BottomRatio)
-	}
 	l0Bytes := tableBytes(v[0])
-	return l0Bytes < o.LBaseMaxBytes && float64(tableBytes(over)) > ratio*float64(l0Bytes)
+	if l0Bytes >= o.LBaseMaxBytes {
+		return false
+	}
+	overBytes := float64(tableBytes(over))
+	if base != Bottom {
+		return overBytes > o.LevelSizeRatio*float64(l0Bytes)
+	}
+	ratio := min(o.LevelSizeRatio, L0BottomRatio)
+	return overBytes > ratio*overwritingBytes(v[0]) && overBytes > L0NewKeyRatio*float64(l0Bytes)
+}
+
+// overwritingBytes estimates the bytes of the rows of tables that may
+// overwrite a row beneath: each table's bytes less the share of its rows
+// known to be their key's first version (Table.NewKeys).
+func overwritingBytes(tables []*Table) float64 {
+	var b float64
+	for _, t := range tables {
+		size := float64(t.Meta.Size)
+		if rows := t.Meta.NumRows; rows > 0 && t.NewKeys > 0 {
+			size *= 1 - float64(min(t.NewKeys, rows))/float64(rows)
+		}
+		b += size
+	}
+	return b
 }
 
 // L0BottomRatio replaces LevelSizeRatio in mergeFirst while the base level
@@ -138,6 +159,15 @@ func mergeFirst(v *Levels, o *PickerOptions, over []*Table, base int) bool {
 // 1/L0BottomRatio of the base bytes it overlaps (RFC 0004, "Level-0
 // merges", on the bottom level).
 const L0BottomRatio = 5
+
+// L0NewKeyRatio bounds level 0 while the base level is the bottom level
+// when its rows are new keys: rows a conditional insert proved to be their
+// key's first version (Table.NewKeys) overwrite nothing, so they add no
+// space amplification, and L0BottomRatio counts only the others. Level 0
+// then merges among itself until its bytes reach the base overlap over
+// this ratio, which makes each descent carry as many bytes as it rewrites
+// (RFC 0004, "Level-0 merges", on new keys).
+const L0NewKeyRatio = 1
 
 // pickL0Merge returns a compaction into one level-0 table of a run of the
 // tables in newest (a prefix of level 0, none of it being compacted), or

@@ -475,3 +475,50 @@ func TestPickL0MergeAboveBottom(t *testing.T) {
 		}
 	}
 }
+
+// TestPickL0MergeNewKeys: over a bottom base level, the rows level 0
+// knows to be new keys (Table.NewKeys) do not count toward the
+// L0BottomRatio bound, and level 0 as a whole goes down at the base
+// overlap over L0NewKeyRatio; above a deeper level they change nothing.
+func TestPickL0MergeNewKeys(t *testing.T) {
+	const now = 10_000_000
+	o := testPickerOpts                   // ratio 10, LBaseMaxBytes 1 MiB
+	l0 := func(newKeys uint64) []*Table { // 4000 bytes, 10 rows a table
+		var ts []*Table
+		for num := uint64(5); num >= 2; num-- {
+			tb := sizedTable(num, "a", "z", 1000, now)
+			tb.NewKeys = newKeys
+			ts = append(ts, tb)
+		}
+		return ts
+	}
+	for _, c := range []struct {
+		newKeys, baseBytes uint64
+		kind               Kind
+	}{
+		{10, 4000, KindL0}, // all new: down at L0NewKeyRatio (1) times level 0
+		{10, 4001, KindL0Merge},
+		{20, 4001, KindL0Merge}, // a count above the rows counts as all of them
+		{5, 10_000, KindL0},     // half new: L0BottomRatio times the other 2000 bytes
+		{5, 10_001, KindL0Merge},
+		{0, 20_000, KindL0}, // none: as without the count
+		{0, 20_001, KindL0Merge},
+	} {
+		var v Levels
+		v[0] = l0(c.newKeys)
+		v[Bottom] = []*Table{sizedTable(1, "a", "z", c.baseBytes, now)}
+		p := PickAuto(&v, &o, &Env{Now: now})
+		if p == nil || p.Kind != c.kind {
+			t.Errorf("%d of 10 rows new in each table, base level of %d bytes under 4000: picked %+v, want kind %v",
+				c.newKeys, c.baseBytes, p, c.kind)
+		}
+	}
+	// Above a deeper level, LevelSizeRatio applies to all of level 0.
+	var v Levels
+	v[0] = l0(10)
+	v[Bottom-1] = []*Table{sizedTable(10, "a", "z", 40_000, now)}
+	v[Bottom] = []*Table{sizedTable(20, "a", "z", 10<<20, now)}
+	if p := PickAuto(&v, &o, &Env{Now: now}); p == nil || p.Kind != KindL0 || p.OutputLevel != Bottom-1 {
+		t.Fatalf("new keys over a base level above the bottom: picked %+v, want level 0 into level %d", p, Bottom-1)
+	}
+}

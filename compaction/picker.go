@@ -26,6 +26,11 @@ type Table struct {
 	// that found a state beneath, RFC 0010 rule 8); 0 when not known.
 	// pickShadowed decides by it.
 	Shadows uint64
+	// NewKeys is how many of this level-0 table's rows are their key's
+	// first version (a conditional insert found none, live or dead): rows
+	// that overwrite nothing beneath. 0 when not known. mergeFirst
+	// decides by it.
+	NewKeys uint64
 }
 
 // Levels is a version as the picker sees it: L0 newest first, other levels

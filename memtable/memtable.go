@@ -73,6 +73,9 @@ type Memtable struct {
 	hasTTL        atomic.Bool
 	firstTTLWrite atomic.Int64
 	minExpire     atomic.Int64
+	// newKeys counts rows the engine proved to be their key's first
+	// version anywhere (NoteNewKeys).
+	newKeys atomic.Int64
 }
 
 // New returns an empty memtable whose rows are logged in WAL segment logNum,
@@ -220,6 +223,16 @@ func (m *Memtable) Size() int64 { return m.size.Load() }
 
 // Len returns the number of rows.
 func (m *Memtable) Len() int { return int(m.rows.Load()) }
+
+// NoteNewKeys records that n rows already added were each the first version
+// of their key in the whole database when written: a conditional insert
+// found no version of it, live or dead. The count is a hint for compaction
+// (a flushed row that overwrites nothing beneath adds no space); the
+// memtable does not check it.
+func (m *Memtable) NoteNewKeys(n int) { m.newKeys.Add(int64(n)) }
+
+// NewKeys returns the rows NoteNewKeys recorded.
+func (m *Memtable) NewKeys() int64 { return m.newKeys.Load() }
 
 // Empty reports whether the memtable holds no rows.
 func (m *Memtable) Empty() bool { return m.rows.Load() == 0 }

@@ -220,3 +220,18 @@ func TestApplyBatchesStopsAtMalformed(t *testing.T) {
 		t.Fatalf("ApplyBatches(nil) = %d, %v", n, err)
 	}
 }
+
+// TestNoteNewKeys: a new memtable counts no new keys; NoteNewKeys adds to
+// the count, whatever rows it holds.
+func TestNoteNewKeys(t *testing.T) {
+	m := New(1)
+	defer m.Unref()
+	if n := m.NewKeys(); n != 0 {
+		t.Fatalf("new memtable: NewKeys %d, want 0", n)
+	}
+	m.NoteNewKeys(3)
+	m.NoteNewKeys(2)
+	if n := m.NewKeys(); n != 5 {
+		t.Fatalf("after noting 3 and 2: NewKeys %d, want 5", n)
+	}
+}
