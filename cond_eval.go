@@ -70,8 +70,11 @@ type keyState struct {
 	value    []byte
 	expires  bool
 	deadline int64 // Unix ms, valid if expires
-	// none: the read found no version of the key at all, live or dead
-	// (set by peekKey only; false where not known).
+	// none: the read found no version of the key, live or dead (set by
+	// peekKey only, from findResolved; false where not known). The one
+	// other state findResolved reports as not found, deadline rows over
+	// no value, is counted as none too: the count that uses it
+	// (batchConds.newKeys) is a compaction estimate, not a read.
 	none bool
 }
 
